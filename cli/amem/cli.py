@@ -1,0 +1,117 @@
+"""The root command group: global options, the lazily imported command registry, and error handling."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from . import __version__
+from .errors import AmemError, InternalError, UsageError
+from .output import emit_error, warn
+
+#: name → module under amem.commands; each module defines `command`. Imported only when run,
+#: so `amem read` never pays for watchdog or requests.
+COMMANDS: dict[str, str] = {
+    "read": "read",
+    "search": "search",
+    "write": "write",
+    "history": "history",
+    "restore": "restore",
+    "info": "info",
+    "watch": "watch",
+}
+
+
+class AppContext:
+    """Built once in the root group and handed to commands with pass_obj; loads config on first use."""
+
+    def __init__(self, vault: str | None, config_file: str | None) -> None:
+        self.vault_flag = vault
+        self.config_flag = config_file
+        self._config: Any = None
+
+    @property
+    def config(self) -> Any:
+        if self._config is None:
+            from .config import load_config
+
+            self._config = load_config(config_file=self.config_flag, vault=self.vault_flag)
+            for message in self._config.warnings:
+                warn(message)
+        return self._config
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if self._available(name)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMANDS.get(cmd_name)
+        if module_name is None or not self._available(cmd_name):
+            return None
+        module = importlib.import_module(f"amem.commands.{module_name}")
+        command: click.Command = module.command
+        return command
+
+    @staticmethod
+    def _available(name: str) -> bool:
+        from importlib.util import find_spec
+
+        return find_spec(f"amem.commands.{COMMANDS[name]}") is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="amem", message="%(prog)s %(version)s")
+@click.option("--vault", metavar="PATH", help="Vault folder (overrides AMEM_VAULT and vaultRoot).")
+@click.option("--config", "config_file", metavar="FILE",
+              help="Read only this config file (overrides AMEM_CONFIG and the default files).")
+@click.pass_context
+def cli(ctx: click.Context, vault: str | None, config_file: str | None) -> None:
+    """A memory for shell scripts, git hooks and AI coding agents, kept as plain Markdown.
+
+    Every command prints JSON on stdout; errors are JSON on stderr with a documented exit code.
+    """
+    ctx.obj = AppContext(vault, config_file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the group, turn every expected failure into JSON and an exit code."""
+    sys.exit(run(argv))
+
+
+def run(argv: list[str] | None = None, prog_name: str = "amem") -> int:
+    try:
+        cli.main(args=argv, prog_name=prog_name, standalone_mode=False)
+    except AmemError as exc:
+        emit_error(exc.to_json())
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except click.exceptions.Abort:
+        emit_error(UsageError("aborted").to_json())
+        return 130
+    except click.UsageError as exc:
+        hint = f"\n{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help." if exc.ctx else ""
+        sys.stderr.write(f"{hint.lstrip()}\n" if hint else "")
+        emit_error(UsageError(exc.format_message()).to_json())
+        return UsageError.exit_code
+    except click.ClickException as exc:
+        emit_error(UsageError(exc.format_message()).to_json())
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # A reader such as `head` went away; nothing more can be said on stdout.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: JSON, never a traceback
+        if os.environ.get("AMEM_DEBUG"):
+            raise
+        emit_error(InternalError(f"unexpected {type(exc).__name__}: {exc}").to_json())
+        return InternalError.exit_code
+    return 0
