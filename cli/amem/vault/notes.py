@@ -1,0 +1,122 @@
+"""Notes as text: the version digest, YAML frontmatter, titles, and rendering frontmatter back."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _NoteLoader(_Loader):  # type: ignore[misc, valid-type]
+    """Safe YAML whose timestamps stay ISO-8601 strings, so frontmatter is plain JSON data."""
+
+
+def _timestamp_as_text(loader: Any, node: Any) -> str:
+    value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    return value.isoformat() if isinstance(value, date | datetime) else str(value)
+
+
+_NoteLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+
+_FENCE = re.compile(r"^---[ \t]*$")
+_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
+
+
+def version_of(data: bytes) -> str:
+    """The note's version: SHA-1 of its bytes; a missing note has the digest of the empty string."""
+    return hashlib.sha1(data).hexdigest()
+
+
+@dataclass
+class ParsedNote:
+    frontmatter: dict[str, Any]
+    body: str
+    #: the frontmatter block as written (without the --- lines); None when the note has none
+    frontmatter_text: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+def parse_note(text: str, note_id: str = "") -> ParsedNote:
+    """Split frontmatter from body. A block that does not parse leaves {} and the whole text as body."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    first_end = text.find("\n")
+    first = text if first_end < 0 else text[:first_end]
+    if not _FENCE.match(first.rstrip("\r")) or first_end < 0:
+        return ParsedNote({}, text)
+    pos = first_end + 1
+    while pos <= len(text):
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if _FENCE.match(line.rstrip("\r")):
+            block = text[first_end + 1:pos]
+            body = "" if end < 0 else text[end + 1:]
+            return _load_block(text, block, body, note_id)
+        if end < 0:
+            break
+        pos = end + 1
+    return ParsedNote({}, text)  # no closing line: not frontmatter at all
+
+
+def _load_block(text: str, block: str, body: str, note_id: str) -> ParsedNote:
+    where = f" in {note_id!r}" if note_id else ""
+    try:
+        data = yaml.load(block, Loader=_NoteLoader)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        return ParsedNote({}, text, None, [f"malformed frontmatter{where} ({problem}); read as body"])
+    except RecursionError:
+        return ParsedNote({}, text, None, [f"malformed frontmatter{where} (too deeply nested); read as body"])
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return ParsedNote({}, text, None, [f"frontmatter{where} is not a mapping; read as body"])
+    return ParsedNote(_jsonable(data), body, block)
+
+
+def note_title(frontmatter: dict[str, Any], body: str, note_id: str) -> str:
+    """Frontmatter `title`, else the first `# ` heading outside code, else the file name without extension."""
+    title = frontmatter.get("title")
+    if isinstance(title, str | int | float) and not isinstance(title, bool) and str(title).strip():
+        return str(title).strip()
+    from .links import prose_lines
+
+    for line in prose_lines(body):
+        match = _HEADING.match(line)
+        if match:
+            return match.group(1).strip()
+    name = note_id.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def dump_frontmatter(data: dict[str, Any]) -> str:
+    """YAML for a frontmatter block: keys in the given order, Unicode kept, no trailing document marker."""
+    text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
+                          width=1000)
+    return text
+
+
+def render_note(frontmatter: dict[str, Any], body: str) -> str:
+    if not frontmatter:
+        return body
+    return f"---\n{dump_frontmatter(frontmatter)}---\n{body}"
