@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta, timezone, tzinfo
+from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,7 @@ def find_project_root(cwd: Path) -> Path:
 def parse_timezone(value: str, key: str, source: str) -> tzinfo:
     text = value.strip()
     if text.upper() in ("Z", "UTC"):
-        return timezone.utc
+        return UTC
     match = _OFFSET.match(text)
     if match:
         sign, hours, minutes = match.groups()

@@ -7,6 +7,11 @@ import sys
 from typing import Any, TextIO
 
 
+def quote(text: str) -> str:
+    """A name as error messages show it: in double quotes, escapes visible, never a host path."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _is_tty(stream: TextIO) -> bool:
     try:
         return stream.isatty()

@@ -8,6 +8,7 @@ transaction, so the whole index always describes one state of the vault.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -191,10 +192,8 @@ class VaultIndex:
             self._conn.close()
             self._conn = None
         for suffix in ("", "-wal", "-shm", "-journal"):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.path}{suffix}")
-            except FileNotFoundError:
-                pass
 
     def close(self) -> None:
         if self._conn is not None:

@@ -20,8 +20,15 @@ class _NoteLoader(_Loader):  # type: ignore[misc, valid-type]
 
 
 def _timestamp_as_text(loader: Any, node: Any) -> str:
-    value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)
-    return value.isoformat() if isinstance(value, date | datetime) else str(value)
+    """The timestamp as written, in ISO-8601 form, keeping its own offset (PyYAML would move it to UTC)."""
+    text = str(node.value).strip()
+    try:
+        if len(text) <= 10:
+            return date.fromisoformat(text).isoformat()
+        return datetime.fromisoformat(text.replace("t", "T").replace("z", "Z")).isoformat()
+    except ValueError:
+        value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+        return value.isoformat() if isinstance(value, date | datetime) else text
 
 
 _NoteLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidId
+from ..output import quote
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 #: A suffix that reads as a file type (".txt", ".png"); "v1.2" or "2026.11.29" have none.
@@ -30,21 +31,21 @@ def normalise_id(raw_id: str, extensions: tuple[str, ...]) -> str:
     if "\x00" in raw_id:
         raise InvalidId("invalid note id: it contains a NUL character")
     if "\\" in raw_id:
-        raise InvalidId(f"invalid note id {raw_id!r}: use / as the separator, not a backslash")
+        raise InvalidId(f"invalid note id {quote(raw_id)}: use / as the separator, not a backslash")
     if raw_id.startswith("/") or raw_id.startswith("~"):
         raise InvalidId("invalid note id: it must be relative to the vault, not an absolute path")
     if _DRIVE.match(raw_id):
         raise InvalidId("invalid note id: it must be relative to the vault, not a drive path")
     normal = posixpath.normpath(raw_id)
     if normal in (".", "") or normal == ".." or normal.startswith("../"):
-        raise InvalidId(f"invalid note id {raw_id!r}: it leaves the vault")
+        raise InvalidId(f"invalid note id {quote(raw_id)}: it leaves the vault")
     name = normal.rsplit("/", 1)[-1]
     suffix = os.path.splitext(name)[1]
     if suffix.lower() in (ext.lower() for ext in extensions):
         return normal
     if suffix and _TYPE_SUFFIX.match(suffix):
         allowed = ", ".join(extensions)
-        raise InvalidId(f"invalid note id {raw_id!r}: notes end in {allowed}, not {suffix}")
+        raise InvalidId(f"invalid note id {quote(raw_id)}: notes end in {allowed}, not {suffix}")
     return normal + extensions[0]
 
 
@@ -60,9 +61,9 @@ def resolve_note(config: object, raw_id: str) -> NoteRef:
     root = os.path.abspath(vault_root)
     path = os.path.join(root, *note_id.split("/"))
     if not is_inside(os.path.normpath(path), root):
-        raise InvalidId(f"invalid note id {raw_id!r}: it leaves the vault")
+        raise InvalidId(f"invalid note id {quote(raw_id)}: it leaves the vault")
     # realpath resolves every existing component, the note itself included when it is a (even broken)
     # symlink, so this checks the nearest existing ancestor and any link target against the real vault.
     if not is_inside(os.path.realpath(path), os.path.realpath(root)):
-        raise InvalidId(f"invalid note id {note_id!r}: it resolves through a symlink to outside the vault")
+        raise InvalidId(f"invalid note id {quote(note_id)}: it resolves through a symlink to outside the vault")
     return NoteRef(note_id, Path(path))

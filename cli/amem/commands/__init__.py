@@ -1,0 +1,1 @@
+"""One small module per subcommand; each defines `command`."""

@@ -1,0 +1,24 @@
+"""amem history: a note's git history, newest first, following renames."""
+
+from __future__ import annotations
+
+import click
+
+from ..output import emit
+
+
+@click.command("history")
+@click.argument("note_id", metavar="ID")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N commits.")
+@click.pass_obj
+def command(app: object, note_id: str, limit: int | None) -> None:
+    """List the commits that changed note ID: {id, commits: [{hash, date, message, author}]}.
+
+    Uses the git repository holding the vault (the vault's own, or a project's that contains it).
+    A hash from this list can be given to `amem restore`.
+    """
+    from ..vault.git import note_history
+    from ..vault.paths import resolve_note
+
+    config = app.config  # type: ignore[attr-defined]
+    emit(note_history(config, resolve_note(config, note_id), limit))

@@ -1,0 +1,22 @@
+"""amem read: one note with its links, linked notes, backlinks and version."""
+
+from __future__ import annotations
+
+import click
+
+from ..output import emit
+
+
+@click.command("read")
+@click.argument("note_id", metavar="ID")
+@click.option("--depth", type=click.IntRange(min=0), metavar="N",
+              help="Follow links this many levels deep (default: maxLinkDepth, 1).")
+@click.pass_obj
+def command(app: object, note_id: str, depth: int | None) -> None:
+    """Read note ID: frontmatter, body, links, linked notes, backlinks, version, mtime, modifiedExternally.
+
+    ID is vault-relative; the extension may be left out (notes/x means notes/x.md).
+    """
+    from ..vault.read import read_note
+
+    emit(read_note(app.config, note_id, depth))  # type: ignore[attr-defined]

@@ -1,0 +1,31 @@
+"""amem restore: roll a note forward to the content it had at a commit, without rewriting history."""
+
+from __future__ import annotations
+
+import click
+
+from ..output import emit, warn
+
+
+@click.command("restore")
+@click.argument("note_id", metavar="ID")
+@click.argument("revision", metavar="HASH")
+@click.option("--base-version", required=True, metavar="V",
+              help="The note's current version (from read or write); a stale one changes nothing.")
+@click.option("--commit", is_flag=True,
+              help="Commit the restored note to git (also: git.autoCommit in config).")
+@click.pass_obj
+def command(app: object, note_id: str, revision: str, base_version: str, commit: bool) -> None:
+    """Write note ID's content as of HASH (a hash, short hash, tag or HEAD~2) into the vault.
+
+    Prints {id, hash, version, commit}: `hash` is the full hash HASH named, `version` the note's new
+    version, `commit` the new commit's hash, or null when no commit was made.
+    """
+    from ..vault.git import restore_note
+    from ..vault.paths import resolve_note
+
+    config = app.config  # type: ignore[attr-defined]
+    outcome = restore_note(config, resolve_note(config, note_id), revision, base_version, commit)
+    for message in outcome.warnings:
+        warn(message)
+    emit(outcome.data)

@@ -1,0 +1,500 @@
+"""Git plumbing for `history`, `restore` and `--commit`: the `git` executable, explicit arguments, no shell.
+
+Loaded only by the commands that need git, so `read`, `write` and `search` never pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import GitError, NotFound
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+#: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
+LOCK_WAIT_SECONDS = 3.0
+#: How often to rebuild a commit when HEAD moved under us between reading it and updating it.
+HEAD_RACE_ATTEMPTS = 20
+
+FALLBACK_NAME = "amem"
+FALLBACK_EMAIL = "amem@localhost"
+
+GIT_MISSING = "git is not installed or not on PATH; install git to use amem history, restore and --commit"
+
+# Variables a git hook (or a caller) may export that would point our commands at another repository or
+# index than the one holding the vault; amem always locates the repository from the note's own folder.
+_REPO_LOCATION_ENV = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_SHALLOW_FILE",
+    "GIT_NAMESPACE",
+)
+
+
+# --- running git ------------------------------------------------------------------------------------
+
+
+def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_LOCATION_ENV}
+    # Error texts are matched below (lock held, not a repository), so they must not be translated.
+    env["LC_ALL"] = "C"
+    env.pop("LANGUAGE", None)
+    # Never wait on a credential or editor prompt: amem runs unattended in hooks and agents.
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _run(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    # --literal-pathspecs: a note called `*.md` or `:(glob)x.md` is a file name, never a pattern.
+    argv = ["git", "--literal-pathspecs", *args]
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            input=input,
+            stdin=subprocess.DEVNULL if input is None else None,
+            capture_output=True,
+            env=_environment(env),
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        if exc.filename == "git":
+            raise GitError(GIT_MISSING) from None
+        raise GitError("cannot run git: the vault's folder disappeared while amem was using it") from None
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc.strerror}") from None
+    if check and proc.returncode != 0:
+        raise GitError(_failure(args, proc))
+    return proc
+
+
+def _stderr(proc: subprocess.CompletedProcess[bytes]) -> str:
+    return proc.stderr.decode("utf-8", "replace").strip()
+
+
+def _failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> str:
+    subcommand = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
+    lines = [line for line in _stderr(proc).splitlines() if line.strip()]
+    # git's last line is the one that says what went wrong; the lines before are advice.
+    detail = lines[-1] if lines else f"exit status {proc.returncode}"
+    for prefix in ("fatal: ", "error: "):
+        detail = detail.removeprefix(prefix)
+    return f"git {subcommand} failed: {detail}"
+
+
+def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
+    return proc.stdout.decode("utf-8", "surrogateescape").strip()
+
+
+def _lock_busy(stderr: str) -> bool:
+    """True when git failed only because another process holds index.lock or a ref's .lock file."""
+    return ".lock" in stderr and ("File exists" in stderr or "Unable to create" in stderr)
+
+
+def _run_waiting_for_locks(
+    args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a command that takes a git lock, retrying briefly while someone else holds it."""
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    delay = 0.02
+    while True:
+        proc = _run(args, cwd, env=env, check=False)
+        if proc.returncode == 0 or not _lock_busy(_stderr(proc)):
+            return proc
+        if time.monotonic() >= deadline:
+            raise GitError(
+                "the git repository is busy: another git process has held its lock (index.lock or a ref "
+                f"lock) for more than {LOCK_WAIT_SECONDS:g}s; try again when it has finished, or remove "
+                "a stale .lock file left by a crashed git"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.25)
+
+
+# --- the repository ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Repository:
+    """A git work tree: its top-level folder and its (absolute) git directory."""
+
+    top: Path
+    git_dir: Path
+
+    def relpath(self, path: Path | str) -> str:
+        """The '/'-separated path git knows `path` by: symlinks resolved, as git sees the file system."""
+        real = os.path.realpath(path)
+        rel = os.path.relpath(real, os.path.realpath(self.top))
+        if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            raise GitError("the note lies outside the git repository that holds the vault")
+        return rel.replace(os.sep, "/")
+
+
+def _nearest_existing_dir(path: Path) -> Path:
+    folder = Path(os.path.realpath(path))
+    while not folder.is_dir():
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return folder
+
+
+def find_repository(path: Path) -> Repository | None:
+    """The git work tree holding `path` (which need not exist yet), or None when there is none."""
+    start = _nearest_existing_dir(path)
+    proc = _run(["rev-parse", "--show-toplevel", "--absolute-git-dir"], start, check=False)
+    if proc.returncode == 0:
+        lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if len(lines) >= 2:
+            return Repository(top=Path(lines[0]), git_dir=Path(lines[1]))
+    message = _stderr(proc)
+    if "not a git repository" in message:
+        return None
+    # Anything else (dubious ownership, a bare repository, inside .git) must not be mistaken for "no
+    # repository": that would make --commit initialise a second repository inside the user's.
+    raise GitError(f"cannot use the git repository holding the vault: {_failure(['rev-parse'], proc)}")
+
+
+def require_repository(path: Path) -> Repository:
+    repo = find_repository(path)
+    if repo is None:
+        raise GitError(
+            "the vault is not in a git repository; run `git init` in the vault (or its project), "
+            "or write with --commit, which initialises one"
+        )
+    return repo
+
+
+def init_repository(root: Path) -> Repository:
+    """`git init` at `root` (the vault root) and return the new repository."""
+    root.mkdir(parents=True, exist_ok=True)
+    _run(["init", "--quiet"], root)
+    repo = find_repository(root)
+    if repo is None:  # pragma: no cover - git init succeeded but git does not see it
+        raise GitError("git init did not create a repository at the vault root")
+    return repo
+
+
+def head_commit(repo: Repository) -> str | None:
+    """HEAD's commit hash, or None while the current branch has no commits yet."""
+    proc = _run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo.top, check=False)
+    return _out(proc) if proc.returncode == 0 else None
+
+
+# --- reading history --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    hash: str
+    timestamp: int
+    author_name: str
+    author_email: str
+    subject: str
+    #: The file's path in this commit (it differs from today's path before a rename).
+    path: str
+
+    @property
+    def author(self) -> str:
+        return f"{self.author_name} <{self.author_email}>"
+
+
+_RECORD = "\x1e"
+_FIELD = "\x1f"
+
+
+def file_log(repo: Repository, rel: str, limit: int | None = None) -> list[LogEntry]:
+    """The commits that changed `rel`, newest first, following renames; empty before the first commit."""
+    if head_commit(repo) is None:
+        return []
+    args = ["log", "--follow", "-z", "--name-only", "--no-color",
+            f"--format={_RECORD}%H{_FIELD}%at{_FIELD}%an{_FIELD}%ae{_FIELD}%s"]
+    if limit is not None:
+        args.append(f"--max-count={limit}")
+    args += ["HEAD", "--", rel]
+    raw = _run(args, repo.top).stdout.decode("utf-8", "surrogateescape")
+    entries = []
+    for record in raw.split(_RECORD)[1:]:
+        # With -z: "<fields>\0\n<path>\0" (the path is absent for a merge, which lists no files).
+        header, _, names = record.partition("\0")
+        hash_, at, name, email, subject = header.split(_FIELD, 4)
+        path = next((n.strip("\n") for n in names.split("\0") if n.strip("\n")), "")
+        entries.append(LogEntry(hash_, int(at), name, email, subject, path))
+    return entries
+
+
+def resolve_commit(repo: Repository, rev: str) -> str | None:
+    """The full hash of the commit `rev` names (short hash, tag, HEAD~2, …), or None when git knows none."""
+    if not rev.strip() or "\0" in rev:
+        return None
+    proc = _run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], repo.top,
+                check=False)
+    return _out(proc) if proc.returncode == 0 else None
+
+
+def short_hash(repo: Repository, full: str) -> str:
+    return _out(_run(["rev-parse", "--short", full], repo.top))
+
+
+def _tree_entry(repo: Repository, commit: str, rel: str) -> tuple[str, str, str] | None:
+    """(mode, type, object id) of `rel` in `commit`, or None when the commit has no such path."""
+    proc = _run(["ls-tree", "-z", "--full-tree", commit, "--", rel], repo.top)
+    for item in proc.stdout.split(b"\0"):
+        meta, _, name = item.partition(b"\t")
+        if name and os.fsdecode(name) == rel:
+            mode, kind, oid = meta.decode("ascii").split()
+            return mode, kind, oid
+    return None
+
+
+def path_at(repo: Repository, commit: str, rel: str) -> tuple[str, str] | None:
+    """Where the file known today as `rel` lived in `commit` and its blob id, following renames.
+
+    A hash listed by `history` from before a rename names the note under its old path, and restoring
+    to it must still work.
+    """
+    if (found := _note_blob(repo, commit, rel)) is not None:
+        return rel, found
+    names: list[str] = []
+    for entry in file_log(repo, rel):
+        if entry.hash == commit and entry.path:
+            # The commit itself changed the file: its name there is certain.
+            names.insert(0, entry.path)
+        elif entry.path and entry.path not in names:
+            names.append(entry.path)
+    for name in names:
+        if (found := _note_blob(repo, commit, name)) is not None:
+            return name, found
+    return None
+
+
+def _note_blob(repo: Repository, commit: str, rel: str) -> str | None:
+    found = _tree_entry(repo, commit, rel)
+    # A symlink (120000), folder or submodule at that path holds no note content to restore.
+    if found is not None and found[1] == "blob" and found[0] in ("100644", "100755"):
+        return found[2]
+    return None
+
+
+def blob_content(repo: Repository, oid: str, rel: str) -> bytes:
+    """A blob's bytes as a checkout would write them (smudge and eol filters applied for `rel`)."""
+    return _run(["cat-file", "--filters", f"--path={rel}", oid], repo.top).stdout
+
+
+# --- committing one path ----------------------------------------------------------------------------
+
+
+@dataclass
+class CommitOutcome:
+    #: The new commit, or None when HEAD already held exactly this content (nothing was committed).
+    hash: str | None
+    initialised: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+def _identity(repo: Repository) -> tuple[dict[str, str], list[str]]:
+    """Environment for commit-tree: the user's identity when git has one, else amem's fallback.
+
+    `user.useConfigOnly` stops git from inventing `root@host.(none)` from the machine, which it may or
+    may not accept depending on the host name; amem's choice must not depend on that.
+    """
+    env: dict[str, str] = {}
+    for role in ("AUTHOR", "COMMITTER"):
+        proc = _run(["-c", "user.useConfigOnly=true", "var", f"GIT_{role}_IDENT"], repo.top, check=False)
+        if proc.returncode != 0:
+            env[f"GIT_{role}_NAME"] = FALLBACK_NAME
+            env[f"GIT_{role}_EMAIL"] = FALLBACK_EMAIL
+    warnings = []
+    if env:
+        warnings.append(
+            f"git has no user identity (user.name and user.email); committed as "
+            f"{FALLBACK_NAME} <{FALLBACK_EMAIL}>. Set one with `git config --global user.name ...` "
+            "and `git config --global user.email ...`"
+        )
+    return env, warnings
+
+
+def _file_mode(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "100644"
+    # As `git add` decides on a file system that keeps modes: the owner's execute bit.
+    return "100755" if st.st_mode & 0o100 else "100644"
+
+
+def _ref_moved(stderr: str) -> bool:
+    return "but expected" in stderr or "reference already exists" in stderr
+
+
+def commit_file(repo: Repository, rel: str, content: bytes | None, message: str, *,
+                mode: str = "100644") -> CommitOutcome:
+    """Commit `content` (None: the file's removal) at `rel` on top of HEAD, and nothing else.
+
+    The commit is built in a temporary index seeded from HEAD, so whatever the user has staged is
+    neither committed nor disturbed; afterwards only `rel`'s entry in the user's index is updated, so
+    `git status` shows the note clean. No hooks run: a post-commit hook that calls `amem write --commit`
+    must not recurse. HEAD is moved with its old value as a guard; if another commit landed meanwhile,
+    the commit is rebuilt on top of it.
+    """
+    ident_env, warnings = _identity(repo)
+    blob: str | None = None
+    if content is not None:
+        # --path applies the clean filters (eol, LFS) that `git add` would for this path.
+        blob = _out(_run(["hash-object", "-w", "--stdin", f"--path={rel}"], repo.top, input=content))
+    entry_args = (["update-index", "--add", "--cacheinfo", f"{mode},{blob},{rel}"] if blob
+                  else ["update-index", "--force-remove", "--", rel])
+
+    new_commit: str | None = None
+    for _attempt in range(HEAD_RACE_ATTEMPTS):
+        head = head_commit(repo)
+        with tempfile.TemporaryDirectory(prefix="amem-git-") as scratch:
+            index_env = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
+            if head is not None:
+                _run(["read-tree", head], repo.top, env=index_env)
+            _run(entry_args, repo.top, env=index_env)
+            tree = _out(_run(["write-tree"], repo.top, env=index_env))
+        if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
+            return CommitOutcome(hash=None, warnings=warnings)
+        commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
+        if head is not None:
+            commit_args += ["-p", head]
+        candidate = _out(_run(commit_args, repo.top, env=ident_env))
+        reflog = f"commit{'' if head else ' (initial)'}: {message}"
+        # An empty old value means "HEAD's branch must not exist yet" for the first commit.
+        proc = _run_waiting_for_locks(["update-ref", "-m", reflog, "HEAD", candidate, head or ""], repo.top)
+        if proc.returncode == 0:
+            new_commit = candidate
+            break
+        if not _ref_moved(_stderr(proc)):
+            raise GitError(_failure(["update-ref"], proc))
+    if new_commit is None:
+        raise GitError("could not commit: HEAD kept moving while amem was committing; try again")
+
+    # The commit is made; the user's index must now agree with it for this one path.
+    proc = _run_waiting_for_locks(entry_args, repo.top)
+    if proc.returncode != 0:
+        warnings.append(
+            f"committed {new_commit[:12]}, but could not update the git index entry for {rel} "
+            f"({_failure(['update-index'], proc)}); `git reset -q -- {rel}` brings it in line"
+        )
+    return CommitOutcome(hash=new_commit, warnings=warnings)
+
+
+# --- what the commands call -------------------------------------------------------------------------
+
+
+def commit_note(config: Config, note_path: Path, message: str, *,
+                content: bytes | None = None) -> CommitOutcome:
+    """Commit one note in the repository holding it, initialising one at the vault root when there is none.
+
+    `content` is what amem just wrote, so that the commit holds exactly that even if another writer has
+    changed the file since; without it the file is read, and a missing file commits its removal.
+    """
+    repo = find_repository(Path(note_path).parent)
+    initialised = False
+    if repo is None:
+        repo = init_repository(config.vault_root)
+        initialised = True
+    rel = repo.relpath(note_path)
+    if content is None:
+        try:
+            content = Path(note_path).read_bytes()
+        except FileNotFoundError:
+            content = None
+        except OSError as exc:
+            raise GitError(f"cannot read the note to commit it: {exc.strerror}") from None
+    outcome = commit_file(repo, rel, content, message, mode=_file_mode(Path(note_path)))
+    outcome.initialised = initialised
+    if initialised:
+        outcome.warnings.insert(0, "the vault was in no git repository; initialised one at the vault root")
+    return outcome
+
+
+def maybe_commit(config: Config, ref: Any, message: str, requested: bool, *,
+                 content: bytes | None = None,
+                 warn: Callable[[str], None] | None = None) -> str | None:
+    """The `--commit` / `git.autoCommit` hook for `write`: commit the note when asked, return the new
+    commit's hash, or None when nothing was asked or nothing changed. `ref` is a NoteRef (`.path`)."""
+    if not (requested or config.git_auto_commit):
+        return None
+    outcome = commit_note(config, ref.path, message, content=content)
+    if warn is None:
+        from ..output import warn as warn_on_stderr
+
+        warn = warn_on_stderr
+    for message_text in outcome.warnings:
+        warn(message_text)
+    return outcome.hash
+
+
+def note_history(config: Config, ref: Any, limit: int | None = None) -> dict[str, Any]:
+    """`{id, commits: [{hash, date, message, author}]}` for a NoteRef, newest first, following renames."""
+    from ..timefmt import from_epoch
+
+    repo = require_repository(Path(ref.path).parent)
+    entries = file_log(repo, repo.relpath(ref.path), limit)
+    if not entries and not os.path.lexists(ref.path):
+        raise NotFound(f'cannot read the history of note "{ref.id}": no such note')
+    tz = config.tz
+    return {
+        "id": ref.id,
+        "commits": [
+            {"hash": e.hash, "date": from_epoch(e.timestamp, tz), "message": e.subject, "author": e.author}
+            for e in entries
+        ],
+    }
+
+
+@dataclass
+class RestoreOutcome:
+    data: dict[str, Any]
+    warnings: list[str]
+
+
+def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: bool) -> RestoreOutcome:
+    """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
+    `base_version`), and commit it when asked or configured. History is never rewritten."""
+    from .write import update_note
+
+    repo = require_repository(Path(ref.path).parent)
+    rel = repo.relpath(ref.path)
+    full = resolve_commit(repo, rev)
+    if full is None:
+        raise NotFound(f'cannot restore note "{ref.id}": unknown revision "{rev}"', revision=rev)
+    short = short_hash(repo, full)
+    found = path_at(repo, full, rel)
+    if found is None:
+        raise NotFound(f'cannot restore note "{ref.id}": the note does not exist at {short}', revision=rev)
+    old_path, oid = found
+    content = blob_content(repo, oid, old_path)
+
+    result = update_note(config, ref, lambda _current: content, base_version=base_version)
+
+    warnings: list[str] = []
+    new_commit: str | None = None
+    if commit or config.git_auto_commit:
+        outcome = commit_file(repo, rel, content, f"amem: restore {ref.id} to {short}",
+                              mode=_file_mode(Path(ref.path)))
+        new_commit = outcome.hash
+        warnings = outcome.warnings
+    return RestoreOutcome(
+        data={"id": result.id, "hash": full, "version": result.version, "commit": new_commit},
+        warnings=warnings,
+    )

@@ -1,0 +1,93 @@
+"""`amem read`: one note with its links, linked notes to a depth, backlinks and change detection."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import NotFound
+from ..output import quote, warn
+from ..timefmt import from_epoch
+from .index import VaultIndex
+from .links import extract_links
+from .notes import note_title, parse_note, version_of
+from .paths import NoteRef, resolve_note
+
+
+def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
+    try:
+        with open(ref.path, "rb") as handle:
+            data = handle.read()
+            st = os.fstat(handle.fileno())
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise NotFound(f"cannot read note {quote(ref.id)}: no such note") from None
+    except PermissionError:
+        raise NotFound(f"cannot read note {quote(ref.id)}: permission denied") from None
+    return data, st
+
+
+def _decode(data: bytes, note_id: str) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        warn(f"note {quote(note_id)} is not valid UTF-8; undecodable bytes are shown as U+FFFD")
+        text = data.decode("utf-8", errors="replace")
+    return text
+
+
+def _note_record(index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visited: set[str]) -> dict[str, Any]:
+    note = parse_note(_decode(data, ref.id), ref.id)
+    for message in note.warnings:
+        warn(message)
+    links = extract_links(note.body)
+    resolved = [index.resolve(link.target) if link.target else None for link in links]
+    record: dict[str, Any] = {
+        "id": ref.id,
+        "title": note_title(note.frontmatter, note.body, ref.id),
+        "frontmatter": note.frontmatter,
+        "body": note.body,
+        "links": [link.to_json(target) for link, target in zip(links, resolved, strict=True)],
+        "version": version_of(data),
+        "linkedNotes": [],
+    }
+    if depth <= 0:
+        return record
+    vault = index.config.vault_root
+    for target in dict.fromkeys(t for t in resolved if t is not None):
+        if target in visited:
+            continue  # a cycle, or a note already shown elsewhere in the tree
+        visited.add(target)
+        linked = NoteRef(target, vault.joinpath(*target.split("/")))
+        try:
+            linked_data, _ = _load(linked)
+        except NotFound:
+            continue  # vanished since the index saw it
+        record["linkedNotes"].append(_note_record(index, linked, linked_data, depth - 1, visited))
+    return record
+
+
+def read_note(config: Any, raw_id: str, depth: int | None = None) -> dict[str, Any]:
+    """The note as `amem read` prints it. Raises InvalidId or NotFound."""
+    ref = resolve_note(config, raw_id)
+    data, st = _load(ref)
+    index = VaultIndex(config)
+    try:
+        index.refresh()
+        record = _note_record(index, ref, data, config.max_link_depth if depth is None else depth, {ref.id})
+        last = index.last_seen(ref.id)
+        index.mark_seen(ref.id, record["version"])
+        backlinks = index.backlinks(ref.id)
+    finally:
+        index.close()
+    return {
+        "id": record["id"],
+        "title": record["title"],
+        "frontmatter": record["frontmatter"],
+        "body": record["body"],
+        "links": record["links"],
+        "linkedNotes": record["linkedNotes"],
+        "backlinks": backlinks,
+        "version": record["version"],
+        "mtime": from_epoch(st.st_mtime, config.tz),
+        "modifiedExternally": last is not None and last != record["version"],
+    }

@@ -1,0 +1,323 @@
+"""Safe writes: one locked read-modify-write per note across processes, published atomically.
+
+`update_note` is the one write path; `write_note` (append/overwrite) and `restore` are transforms on it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import Conflict, InvalidId, NotFound, UsageError
+from ..output import quote
+from ..timefmt import iso, normalise, now
+from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
+from .paths import NoteRef, is_inside, resolve_note
+
+_HEADING_START = re.compile(r"^#{1,6}[ \t]")
+_LIFECYCLE = ("created", "updated")
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    id: str
+    path: Path
+    version: str
+    bytes: int
+    created: bool
+
+
+# --- locking and atomic replacement -----------------------------------------------------------------
+
+
+@contextmanager
+def note_lock(config: Any, target: str) -> Iterator[None]:
+    """An exclusive cross-process lock for one note file, held for its whole read-modify-write."""
+    import fcntl
+    import hashlib
+
+    folder = config.cache_dir / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha1(target.encode("utf-8", "surrogateescape")).hexdigest()
+    fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock, even if the process is killed
+
+
+def atomic_replace(target: str, data: bytes, mode: int | None) -> None:
+    """Write `data` to a temporary file beside `target`, flush it to disk, then rename it over `target`.
+    Readers see the old file or the new one, never a mix; the temporary file never outlives a failure."""
+    folder, name = os.path.split(target)
+    tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.amem-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(folder)
+
+
+def _fsync_dir(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_target(config: Any, ref: NoteRef) -> str:
+    """The file to replace: the note itself, or the target of an in-vault symlink (the link stays a link)."""
+    path = str(ref.path)
+    if not os.path.islink(path):
+        return path
+    real = os.path.realpath(path)
+    if not os.path.exists(real):
+        raise InvalidId(f"cannot write note {quote(ref.id)}: it is a broken symlink")
+    if not is_inside(real, os.path.realpath(config.vault_root)):
+        raise InvalidId(f"invalid note id {quote(ref.id)}: it resolves through a symlink to outside the vault")
+    return real
+
+
+def _make_parents(folder: str) -> list[str]:
+    """Create `folder` and any missing parents (the first write creates the vault); return those made."""
+    pending: list[str] = []
+    current = folder
+    while not os.path.isdir(current) and current != os.path.dirname(current):
+        pending.append(current)
+        current = os.path.dirname(current)
+    created: list[str] = []
+    for path in reversed(pending):
+        try:
+            os.mkdir(path)
+            created.append(path)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise
+    return created
+
+
+def _remove_folders(created: list[str]) -> None:
+    for path in reversed(created):
+        try:
+            os.rmdir(path)
+        except OSError:
+            break
+
+
+def update_note(config: Any, ref: NoteRef, transform: Callable[[bytes | None], bytes], *,
+                base_version: str | None = None, require_existing: bool = False) -> UpdateResult:
+    """Lock the note, read it, check `base_version`, write `transform(old)` atomically, remember the result.
+
+    `old` is None for a missing note. Nothing is created when a check fails or the transform raises.
+    """
+    target = _write_target(config, ref)
+    with note_lock(config, target):
+        try:
+            with open(target, "rb") as handle:
+                old: bytes | None = handle.read()
+            mode: int | None = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            old, mode = None, None
+        except IsADirectoryError:
+            raise InvalidId(f"cannot write note {quote(ref.id)}: it is a folder") from None
+        if old is None and require_existing:
+            raise NotFound(f"cannot write note {quote(ref.id)}: no such note (--require-existing)")
+        current = version_of(old or b"")
+        if base_version is not None and base_version.lower() != current:
+            raise Conflict(f"cannot write note {quote(ref.id)}: it changed since version {base_version} "
+                           f"(now {current}); read it again and retry", current_version=current)
+        data = transform(old)
+        created_dirs = _make_parents(os.path.dirname(target)) if old is None else []
+        try:
+            atomic_replace(target, data, mode)
+        except BaseException as exc:
+            _remove_folders(created_dirs)
+            if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise UsageError(f"cannot write note {quote(ref.id)}: {exc.strerror}") from None
+            raise
+        version = version_of(data)
+        _remember(config, ref.id, version)
+    return UpdateResult(ref.id, ref.path, version, len(data), old is None)
+
+
+def _remember(config: Any, note_id: str, version: str) -> None:
+    """Record what amem wrote, so that `read` does not call amem's own write an external change."""
+    from .index import VaultIndex
+
+    index = VaultIndex(config)
+    try:
+        index.mark_seen(note_id, version)
+    finally:
+        index.close()
+
+
+# --- append and overwrite ---------------------------------------------------------------------------
+
+
+def write_note(config: Any, raw_id: str, content: str, *, mode: str = "append", base_version: str | None = None,
+               require_existing: bool = False) -> dict[str, Any]:
+    """`amem write`: append (default) or overwrite one note. Returns {id, mode, bytes, version, created}."""
+    if mode not in ("append", "overwrite"):
+        raise UsageError(f"unknown write mode {mode!r}")
+    if mode == "append" and not content.strip():
+        raise UsageError("nothing to append: the content is empty")
+    ref = resolve_note(config, raw_id)
+    tz = config.tz
+
+    def transform(old: bytes | None) -> bytes:
+        stamp = iso(now(tz))
+        old_text = None if old is None else _decode(old, ref.id)
+        if mode == "append":
+            text = append_text(old_text, content, stamp, tz)
+        else:
+            text = overwrite_text(old_text, content, stamp, tz)
+        if old_text is not None and "\r\n" in old_text:
+            text = re.sub(r"(?<!\r)\n", "\r\n", text)  # keep a CRLF note CRLF
+        return text.encode("utf-8")
+
+    result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
+    return {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version,
+            "created": result.created}
+
+
+def _decode(data: bytes, note_id: str) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot write note {quote(note_id)}: the existing file is not UTF-8 text") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _clean(content: str) -> str:
+    return content.replace("\r\n", "\n").strip("\n").rstrip()
+
+
+def append_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+    """The note after appending `content` as a new `## <stamp>` section (or its own heading).
+
+    Appends within the same second share one heading; exactly one blank line separates blocks."""
+    block = _clean(content)
+    own_heading = bool(_HEADING_START.match(block))
+    heading = f"## {stamp}"
+    if old is None:
+        section = block if own_heading else f"{heading}\n\n{block}"
+        return f"---\ncreated: {stamp}\n---\n{section}\n"
+    old = old.replace("\r\n", "\n")
+    note = parse_note(old)
+    body = note.body.rstrip()
+    if not own_heading and _last_heading(body) == heading:
+        section = block  # same second: continue the section that is already there
+    else:
+        section = block if own_heading else f"{heading}\n\n{block}"
+    new_body = f"{body}\n\n{section}\n" if body else f"{section}\n"
+    if note.frontmatter_text is None and note.frontmatter == {} and note.warnings:
+        # Malformed frontmatter: leave the block exactly as the user wrote it.
+        return f"{old.rstrip()}\n\n{section}\n"
+    block_text = set_keys(note, {"updated": stamp}, tz)
+    return f"---\n{block_text}---\n{new_body}"
+
+
+def _last_heading(body: str) -> str | None:
+    last = None
+    from .links import prose_lines
+
+    for line in prose_lines(body):
+        if line.startswith("#"):
+            last = line.rstrip()
+    return last
+
+
+def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+    """The note after replacing its body: the caller's frontmatter keys win, old keys are kept, an
+    existing note is stamped `updated`; a new note gets no lifecycle keys."""
+    text = content.replace("\r\n", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    new = parse_note(text)
+    if new.warnings:
+        raise UsageError(f"the new content's frontmatter does not parse: {new.warnings[0]}")
+    body = new.body
+    if old is None:
+        merged_text = set_keys(new, {}, tz) if new.frontmatter_text is not None else None
+        return f"---\n{merged_text}---\n{body}" if merged_text else body
+    old_note = parse_note(old.replace("\r\n", "\n"))
+    inherited = {k: v for k, v in old_note.frontmatter.items() if k not in new.frontmatter}
+    merged = set_keys(new, {**inherited, "updated": stamp}, tz, append_missing_only=tuple(inherited))
+    return f"---\n{merged}---\n{body}"
+
+
+_KEY_LINE = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))[ \t]*:(?:[ \t]|$)""")
+
+
+def set_keys(note: ParsedNote, updates: dict[str, Any], tz: Any,
+             append_missing_only: tuple[str, ...] = ()) -> str:
+    """The frontmatter block of `note` with `updates` applied and created/updated normalised, edited as
+    text so the user's comments, order and quoting survive. Falls back to re-rendering the mapping
+    when a key to change spans several lines."""
+    text = note.frontmatter_text or ""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    lines = text.split("\n")[:-1] if text else []
+    wanted: dict[str, Any] = {}
+    for key in _LIFECYCLE:
+        if key in note.frontmatter and key not in updates:
+            normal = normalise(note.frontmatter[key], tz)
+            if normal != note.frontmatter[key]:
+                wanted[key] = normal
+    wanted.update(updates)
+    for key, value in wanted.items():
+        if key in append_missing_only:
+            lines.extend(_render_key(key, value))
+            continue
+        positions = [i for i, line in enumerate(lines) if _key_of(line) == key]
+        rendered = _render_key(key, value)
+        if not positions:
+            lines.extend(rendered)
+            continue
+        at = positions[-1]  # duplicate keys: the last one is the one that counts
+        following = lines[at + 1] if at + 1 < len(lines) else ""
+        if following[:1] in (" ", "\t", "-") or len(rendered) > 1:
+            merged = {**note.frontmatter, **wanted}
+            return dump_frontmatter(merged)
+        lines[at] = rendered[0]
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+_ISO_SECONDS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[+-]\d{2}:\d{2}|Z)$")
+
+
+def _render_key(key: str, value: Any) -> list[str]:
+    # A normalised timestamp is written bare (`updated: 2026-11-29T20:15:03+08:00`), as people write it.
+    if key in _LIFECYCLE and isinstance(value, str) and _ISO_SECONDS.match(value):
+        return [f"{key}: {value}"]
+    return dump_frontmatter({key: value}).rstrip("\n").split("\n")
+
+
+def _key_of(line: str) -> str | None:
+    match = _KEY_LINE.match(line)
+    if not match:
+        return None
+    return match.group(1) or match.group(2) or (match.group(3) or "").strip()
