@@ -45,7 +45,9 @@ class AppContext:
         return self._config
 
 
-class LazyGroup(click.Group):
+class AmemGroup(click.Group):
+    """Commands load lazily; every failure becomes `{"error": …}` on stderr and its exit code."""
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in COMMANDS if self._available(name)]
 
@@ -57,6 +59,15 @@ class LazyGroup(click.Group):
         command: click.Command = module.command
         return command
 
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        code = _run_translating_errors(
+            lambda: super(AmemGroup, self).main(args, prog_name or "amem", complete_var, standalone_mode=False,
+                                                **extra))
+        sys.exit(code)
+
     @staticmethod
     def _available(name: str) -> bool:
         from importlib.util import find_spec
@@ -64,7 +75,7 @@ class LazyGroup(click.Group):
         return find_spec(f"amem.commands.{COMMANDS[name]}") is not None
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=AmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="amem", message="%(prog)s %(version)s")
 @click.option("--vault", metavar="PATH", help="Vault folder (overrides AMEM_VAULT and vaultRoot).")
 @click.option("--config", "config_file", metavar="FILE",
@@ -78,14 +89,14 @@ def cli(ctx: click.Context, vault: str | None, config_file: str | None) -> None:
     ctx.obj = AppContext(vault, config_file)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the group, turn every expected failure into JSON and an exit code."""
-    sys.exit(run(argv))
+def main() -> None:
+    """Console entry point."""
+    cli.main(prog_name="amem")
 
 
-def run(argv: list[str] | None = None, prog_name: str = "amem") -> int:
+def _run_translating_errors(invoke: Any) -> int:
     try:
-        cli.main(args=argv, prog_name=prog_name, standalone_mode=False)
+        invoke()
     except AmemError as exc:
         emit_error(exc.to_json())
         return exc.exit_code
@@ -95,8 +106,8 @@ def run(argv: list[str] | None = None, prog_name: str = "amem") -> int:
         emit_error(UsageError("aborted").to_json())
         return 130
     except click.UsageError as exc:
-        hint = f"\n{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help." if exc.ctx else ""
-        sys.stderr.write(f"{hint.lstrip()}\n" if hint else "")
+        if exc.ctx is not None:
+            sys.stderr.write(f"{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help.\n")
         emit_error(UsageError(exc.format_message()).to_json())
         return UsageError.exit_code
     except click.ClickException as exc:
@@ -109,9 +120,14 @@ def run(argv: list[str] | None = None, prog_name: str = "amem") -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: JSON, never a traceback
+    except Exception as exc:  # the last line of defence: JSON, never a traceback
         if os.environ.get("AMEM_DEBUG"):
             raise
         emit_error(InternalError(f"unexpected {type(exc).__name__}: {exc}").to_json())
         return InternalError.exit_code
     return 0
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run amem in this process and return its exit code, errors printed as the console script does."""
+    return _run_translating_errors(lambda: cli.main(argv, "amem", standalone_mode=False))
