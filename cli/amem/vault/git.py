@@ -5,7 +5,9 @@ Loaded only by the commands that need git, so `read`, `write` and `search` never
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -118,11 +120,7 @@ def _run_waiting_for_locks(
         if proc.returncode == 0 or not _lock_busy(_stderr(proc)):
             return proc
         if time.monotonic() >= deadline:
-            raise GitError(
-                "the git repository is busy: another git process has held its lock (index.lock or a ref "
-                f"lock) for more than {LOCK_WAIT_SECONDS:g}s; try again when it has finished, or remove "
-                "a stale .lock file left by a crashed git"
-            )
+            raise GitError(_busy_message())
         time.sleep(delay)
         delay = min(delay * 2, 0.25)
 
@@ -343,6 +341,60 @@ def _ref_moved(stderr: str) -> bool:
     return "but expected" in stderr or "reference already exists" in stderr
 
 
+class _IndexLock:
+    """The user's `index.lock`, taken the way git takes it, for the whole commit.
+
+    Holding it keeps a concurrent `git commit`, `git add` or another amem from interleaving with ours (they
+    see the repository busy, as with any two git processes), and lets amem publish its one-path change to
+    the index exactly as git does: write the new index into the lock file, then rename it over `index`.
+    """
+
+    def __init__(self, repo: Repository) -> None:
+        self.index = repo.git_dir / "index"
+        self.lock = repo.git_dir / "index.lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> _IndexLock:
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        delay = 0.02
+        while True:
+            try:
+                self.fd = os.open(self.lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                return self
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise GitError(_busy_message()) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
+            except OSError as exc:
+                raise GitError(f"cannot lock the git index: {exc.strerror}") from None
+
+    def publish(self, data: bytes) -> None:
+        """Make `data` the new index: written into the lock file, flushed, renamed over the index."""
+        assert self.fd is not None
+        fd, self.fd = self.fd, None
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(self.lock, self.index)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.lock)
+
+
+def _busy_message() -> str:
+    return (
+        "the git repository is busy: another git process has held its lock (index.lock or a ref lock) "
+        f"for more than {LOCK_WAIT_SECONDS:g}s; try again when it has finished, or remove a stale "
+        ".lock file left by a crashed git"
+    )
+
+
 def commit_file(repo: Repository, rel: str, content: bytes | None, message: str, *,
                 mode: str = "100644") -> CommitOutcome:
     """Commit `content` (None: the file's removal) at `rel` on top of HEAD, and nothing else.
@@ -361,39 +413,46 @@ def commit_file(repo: Repository, rel: str, content: bytes | None, message: str,
     entry_args = (["update-index", "--add", "--cacheinfo", f"{mode},{blob},{rel}"] if blob
                   else ["update-index", "--force-remove", "--", rel])
 
-    new_commit: str | None = None
-    for _attempt in range(HEAD_RACE_ATTEMPTS):
-        head = head_commit(repo)
-        with tempfile.TemporaryDirectory(prefix="amem-git-") as scratch:
-            index_env = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
+    with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-git-") as scratch:
+        new_commit: str | None = None
+        for attempt in range(HEAD_RACE_ATTEMPTS):
+            head = head_commit(repo)
+            index_env = {"GIT_INDEX_FILE": os.path.join(scratch, f"commit-{attempt}")}
             if head is not None:
                 _run(["read-tree", head], repo.top, env=index_env)
             _run(entry_args, repo.top, env=index_env)
             tree = _out(_run(["write-tree"], repo.top, env=index_env))
-        if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
-            return CommitOutcome(hash=None, warnings=warnings)
-        commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
-        if head is not None:
-            commit_args += ["-p", head]
-        candidate = _out(_run(commit_args, repo.top, env=ident_env))
-        reflog = f"commit{'' if head else ' (initial)'}: {message}"
-        # An empty old value means "HEAD's branch must not exist yet" for the first commit.
-        proc = _run_waiting_for_locks(["update-ref", "-m", reflog, "HEAD", candidate, head or ""], repo.top)
-        if proc.returncode == 0:
-            new_commit = candidate
-            break
-        if not _ref_moved(_stderr(proc)):
-            raise GitError(_failure(["update-ref"], proc))
-    if new_commit is None:
-        raise GitError("could not commit: HEAD kept moving while amem was committing; try again")
+            if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
+                return CommitOutcome(hash=None, warnings=warnings)
+            commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
+            if head is not None:
+                commit_args += ["-p", head]
+            candidate = _out(_run(commit_args, repo.top, env=ident_env))
+            reflog = f"commit{'' if head else ' (initial)'}: {message}"
+            # An empty old value means "HEAD's branch must not exist yet", for the first commit.
+            proc = _run_waiting_for_locks(["update-ref", "-m", reflog, "HEAD", candidate, head or ""],
+                                          repo.top)
+            if proc.returncode == 0:
+                new_commit = candidate
+                break
+            if not _ref_moved(_stderr(proc)):
+                raise GitError(_failure(["update-ref"], proc))
+        if new_commit is None:
+            raise GitError("could not commit: HEAD kept moving while amem was committing; try again")
 
-    # The commit is made; the user's index must now agree with it for this one path.
-    proc = _run_waiting_for_locks(entry_args, repo.top)
-    if proc.returncode != 0:
-        warnings.append(
-            f"committed {new_commit[:12]}, but could not update the git index entry for {rel} "
-            f"({_failure(['update-index'], proc)}); `git reset -q -- {rel}` brings it in line"
-        )
+        # The commit is made; the user's index must now agree with it for this one path. git edits a
+        # copy (it would refuse the real index while we hold index.lock), which then replaces the index.
+        copy = os.path.join(scratch, "user-index")
+        if index_lock.index.exists():
+            shutil.copyfile(index_lock.index, copy)
+        proc = _run(entry_args, repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
+        if proc.returncode == 0:
+            index_lock.publish(Path(copy).read_bytes())
+        else:
+            warnings.append(
+                f"committed {new_commit[:12]}, but could not update the git index entry for {rel} "
+                f"({_failure(['update-index'], proc)}); `git reset -q -- {rel}` brings it in line"
+            )
     return CommitOutcome(hash=new_commit, warnings=warnings)
 
 
@@ -434,7 +493,11 @@ def maybe_commit(config: Config, ref: Any, message: str, requested: bool, *,
     commit's hash, or None when nothing was asked or nothing changed. `ref` is a NoteRef (`.path`)."""
     if not (requested or config.git_auto_commit):
         return None
-    outcome = commit_note(config, ref.path, message, content=content)
+    try:
+        outcome = commit_note(config, ref.path, message, content=content)
+    except GitError as exc:
+        # The note is already written; say so, or the caller would think the write failed too.
+        raise GitError(f'wrote note "{ref.id}" but did not commit it: {exc.message}', **exc.details) from None
     if warn is None:
         from ..output import warn as warn_on_stderr
 
@@ -490,8 +553,12 @@ def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: 
     warnings: list[str] = []
     new_commit: str | None = None
     if commit or config.git_auto_commit:
-        outcome = commit_file(repo, rel, content, f"amem: restore {ref.id} to {short}",
-                              mode=_file_mode(Path(ref.path)))
+        try:
+            outcome = commit_file(repo, rel, content, f"amem: restore {ref.id} to {short}",
+                                  mode=_file_mode(Path(ref.path)))
+        except GitError as exc:
+            raise GitError(f'restored note "{ref.id}" to {short} (version {result.version}) but did not '
+                           f"commit it: {exc.message}", version=result.version) from None
         new_commit = outcome.hash
         warnings = outcome.warnings
     return RestoreOutcome(

@@ -1,0 +1,341 @@
+"""Git plumbing and `--commit`: finding the repository, committing exactly one note, identity, locks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amem.cli import run
+from amem.errors import GitError
+from amem.vault import git as amem_git
+
+NAME, EMAIL = "Test User", "test@example.com"
+
+
+class Result:
+    def __init__(self, exit_code: int, stdout: str, stderr: str) -> None:
+        self.exit_code = exit_code
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    @property
+    def error(self) -> dict[str, Any]:
+        last = [line for line in self.stderr.splitlines() if line.startswith("{")][-1]
+        return json.loads(last)["error"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Any:
+    """Run amem as its entry point does (`amem.cli.run`), so errors arrive as JSON and exit codes."""
+
+    def invoke(*args: str) -> Result:
+        capsys.readouterr()
+        code = run(list(args))
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    return invoke
+
+
+@pytest.fixture(autouse=True)
+def identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", NAME)
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", EMAIL)
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def init_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    return path
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def head(repo: Path) -> str | None:
+    proc = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=repo, capture_output=True, text=True)
+    return proc.stdout.strip() or None
+
+
+def files_in(repo: Path, rev: str = "HEAD") -> list[str]:
+    return git(repo, "show", "--name-only", "--format=", rev).splitlines()
+
+
+# --- finding the repository -------------------------------------------------------------------------
+
+
+def test_find_repository_none_own_and_project(isolated_env: Path) -> None:
+    vault = isolated_env / "vault"
+    vault.mkdir()
+    assert amem_git.find_repository(vault) is None
+
+    init_repo(isolated_env)
+    found = amem_git.find_repository(vault)
+    assert found is not None and found.top.resolve() == isolated_env.resolve()
+    assert found.relpath(vault / "notes" / "x.md") == "vault/notes/x.md"
+
+    init_repo(vault)  # a vault that is its own repository wins over the project around it
+    found = amem_git.find_repository(vault / "notes")
+    assert found is not None and found.top.resolve() == vault.resolve()
+    assert found.relpath(vault / "notes" / "x.md") == "notes/x.md"
+
+
+def test_find_repository_for_a_vault_not_created_yet(isolated_env: Path) -> None:
+    init_repo(isolated_env)
+    found = amem_git.find_repository(isolated_env / ".amem" / "memory" / "deep")
+    assert found is not None and found.top.resolve() == isolated_env.resolve()
+    assert not (isolated_env / ".amem").exists()
+
+
+def test_inside_dot_git_is_an_error_not_no_repository(isolated_env: Path) -> None:
+    # Mistaking this for "no repository" would make --commit run `git init` inside the user's repository.
+    init_repo(isolated_env)
+    with pytest.raises(GitError):
+        amem_git.find_repository(isolated_env / ".git" / "refs")
+
+
+def test_git_hook_environment_does_not_redirect_amem(isolated_env: Path, vault: Path,
+                                                     monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+    init_repo(vault)
+    other = init_repo(isolated_env / "other")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+    result = cli("write", "n", "hello", "--commit")
+    assert result.exit_code == 0, result.stderr
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert head(vault) == result.json["commit"]
+    assert head(other) is None
+
+
+# --- --commit ---------------------------------------------------------------------------------------
+
+
+def test_commit_leaves_the_users_staged_changes_staged(isolated_env: Path, vault: Path, cli: Any) -> None:
+    project = init_repo(isolated_env)
+    (project / "a.txt").write_text("base\n")
+    (project / "untouched.txt").write_text("same\n")
+    first = commit_all(project, "init")
+    (project / "a.txt").write_text("staged change\n")
+    (project / "b.txt").write_text("staged new file\n")
+    git(project, "add", "a.txt", "b.txt")
+    (project / "untouched.txt").write_text("unstaged change\n")
+    index_before = git(project, "ls-files", "-s").splitlines()
+
+    result = cli("write", "notes/x", "remember this", "--commit")
+
+    assert result.exit_code == 0, result.stderr
+    commit = result.json["commit"]
+    assert commit == head(project)
+    assert git(project, "rev-parse", f"{commit}^") == first
+    assert files_in(project, commit) == ["vault/notes/x.md"]
+    assert git(project, "log", "-1", "--format=%s", commit) == "amem: write notes/x.md"
+    # The user's index is exactly as before apart from the note's own entry.
+    index_after = git(project, "ls-files", "-s").splitlines()
+    assert [line for line in index_after if not line.endswith("\tvault/notes/x.md")] == index_before
+    assert sorted(git(project, "diff", "--cached", "--name-only").splitlines()) == ["a.txt", "b.txt"]
+    status = git(project, "status", "--porcelain").splitlines()
+    assert "M  a.txt" in status and "A  b.txt" in status and " M untouched.txt" in status
+    assert not [line for line in status if "notes/x.md" in line]
+    assert git(project, "show", f"{commit}:vault/notes/x.md").endswith("remember this")
+
+
+def test_commit_in_a_vault_that_is_its_own_repository(isolated_env: Path, vault: Path, cli: Any) -> None:
+    project = init_repo(isolated_env)
+    (project / "README").write_text("project\n")
+    project_head = commit_all(project, "project")
+    init_repo(vault)
+
+    result = cli("write", "n", "own repo", "--commit")
+
+    assert result.exit_code == 0, result.stderr
+    assert head(vault) == result.json["commit"]
+    assert files_in(vault) == ["n.md"]
+    assert head(project) == project_head
+
+
+def test_commit_with_no_repository_initialises_one_at_the_vault_root(isolated_env: Path, vault: Path,
+                                                                     cli: Any) -> None:
+    (vault / "other.md").parent.mkdir(parents=True)
+    (vault / "other.md").write_text("an older note, not part of this change\n")
+
+    result = cli("write", "notes/x", "first", "--commit")
+
+    assert result.exit_code == 0, result.stderr
+    assert (vault / ".git").is_dir()
+    assert not (isolated_env / ".git").exists()
+    assert head(vault) == result.json["commit"]
+    assert files_in(vault) == ["notes/x.md"]  # exactly that note, not the whole vault
+    assert git(vault, "log", "--format=%s") == "amem: write notes/x.md"
+    assert "initialised" in result.stderr
+
+
+def test_auto_commit_from_config(isolated_env: Path, vault: Path, cli: Any) -> None:
+    init_repo(vault)
+    (isolated_env / ".amem").mkdir()
+    (isolated_env / ".amem" / "config.yaml").write_text("git:\n  autoCommit: true\n")
+    result = cli("write", "n", "auto")
+    assert result.exit_code == 0, result.stderr
+    assert result.json["commit"] == head(vault)
+
+
+def test_write_without_commit_commits_nothing(vault: Path, cli: Any) -> None:
+    init_repo(vault)
+    result = cli("write", "n", "text")
+    assert result.exit_code == 0, result.stderr
+    assert "commit" not in result.json
+    assert head(vault) is None
+
+
+def test_committing_unchanged_content_makes_no_commit(vault: Path) -> None:
+    repo_path = init_repo(vault)
+    (vault / "n.md").write_text("same\n")
+    repo = amem_git.find_repository(vault)
+    assert repo is not None
+    first = amem_git.commit_file(repo, "n.md", b"same\n", "amem: write n.md")
+    assert first.hash is not None and first.hash == head(repo_path)
+    second = amem_git.commit_file(repo, "n.md", b"same\n", "amem: write n.md")
+    assert second.hash is None
+    assert head(repo_path) == first.hash
+
+
+def test_commit_file_records_exactly_the_given_bytes(vault: Path) -> None:
+    init_repo(vault)
+    (vault / "n.md").write_text("on disk, written by someone later\n")
+    repo = amem_git.find_repository(vault)
+    assert repo is not None
+    outcome = amem_git.commit_file(repo, "n.md", b"what amem wrote\n", "m")
+    assert git(vault, "show", f"{outcome.hash}:n.md") == "what amem wrote"
+
+
+def test_note_names_are_literal_not_pathspecs(vault: Path, cli: Any) -> None:
+    init_repo(vault)
+    assert cli("write", "st*r", "star", "--commit").exit_code == 0
+    assert cli("write", "stxr", "plain", "--commit").exit_code == 0
+    history = cli("history", "st*r").json["commits"]
+    assert len(history) == 1
+
+
+def test_commit_uses_the_users_git_identity(vault: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{role}_NAME")
+        monkeypatch.delenv(f"GIT_{role}_EMAIL")
+    init_repo(vault)
+    git(vault, "config", "user.name", "Configured Person")
+    git(vault, "config", "user.email", "person@example.org")
+    result = cli("write", "n", "x", "--commit")
+    assert result.exit_code == 0, result.stderr
+    assert git(vault, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == (
+        "Configured Person <person@example.org>|Configured Person <person@example.org>")
+    assert "identity" not in result.stderr
+
+
+def test_no_git_identity_falls_back_to_amem(vault: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+    # conftest points HOME and XDG_CONFIG_HOME at empty folders and sets GIT_CONFIG_NOSYSTEM=1.
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{role}_NAME")
+        monkeypatch.delenv(f"GIT_{role}_EMAIL")
+    monkeypatch.delenv("EMAIL", raising=False)
+    result = cli("write", "n", "x", "--commit")
+    assert result.exit_code == 0, result.stderr
+    assert git(vault, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == (
+        "amem <amem@localhost>|amem <amem@localhost>")
+    assert "no user identity" in result.stderr
+
+
+def test_index_lock_held_is_retried_then_reported(vault: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  cli: Any) -> None:
+    init_repo(vault)
+    (vault / "keep.md").write_text("k\n")
+    base = commit_all(vault, "base")
+    monkeypatch.setattr(amem_git, "LOCK_WAIT_SECONDS", 0.3)
+    lock = vault / ".git" / "index.lock"
+    lock.write_text("")
+    started = time.monotonic()
+    result = cli("write", "n", "x", "--commit")
+    assert time.monotonic() - started >= 0.3
+    assert result.exit_code == 6
+    assert result.error["code"] == "git"
+    assert "busy" in result.error["message"] and "did not commit" in result.error["message"]
+    assert head(vault) == base
+    assert lock.exists()  # not ours to remove
+
+
+def test_index_lock_released_in_time_lets_the_commit_through(vault: Path, cli: Any) -> None:
+    init_repo(vault)
+    lock = vault / ".git" / "index.lock"
+    lock.write_text("")
+    timer = threading.Timer(0.3, lock.unlink)
+    timer.start()
+    try:
+        result = cli("write", "n", "x", "--commit")
+    finally:
+        timer.join()
+    assert result.exit_code == 0, result.stderr
+    assert result.json["commit"] == head(vault)
+    assert not lock.exists()
+
+
+def test_git_missing_is_a_git_error_saying_to_install_it(vault: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path, cli: Any) -> None:
+    assert cli("write", "n", "x").exit_code == 0
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    result = cli("history", "n")
+    assert result.exit_code == 6
+    assert "install git" in result.error["message"]
+
+
+def test_concurrent_committers_lose_no_commit(isolated_env: Path, vault: Path) -> None:
+    """Separate processes, as users run them: every --commit lands, none overwrites another's HEAD."""
+    init_repo(vault)
+    script = "from amem.cli import main; main()"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, "write", f"n{i}", f"text {i}", "--commit"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(6)
+    ]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    commits = {json.loads(out)["commit"] for out, _ in outputs}
+    assert len(commits) == 6
+    assert set(git(vault, "rev-list", "HEAD").splitlines()) == commits
+    assert sorted(git(vault, "ls-files").splitlines()) == [f"n{i}.md" for i in range(6)]
+    assert git(vault, "status", "--porcelain") == ""
+
+
+@pytest.mark.skipif(shutil.which("amem") is None, reason="the amem console script is not installed")
+def test_installed_amem_write_commit(isolated_env: Path, vault: Path) -> None:
+    project = init_repo(isolated_env)
+    (project / "staged.txt").write_text("s\n")
+    git(project, "add", "staged.txt")
+    proc = subprocess.run(["amem", "write", "notes/hook", "from a hook", "--commit"], capture_output=True,
+                          text=True, env=os.environ.copy(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    commit = json.loads(proc.stdout)["commit"]
+    assert files_in(project, commit) == ["vault/notes/hook.md"]
+    assert git(project, "diff", "--cached", "--name-only") == "staged.txt"
+
