@@ -226,7 +226,7 @@ class _Validator:
     def unknown(self, keys: Any, known: set[str], prefix: str = "") -> None:
         for k in keys:
             if k not in known:
-                self.warnings.append(f"unknown config key {prefix}{k!r} in {self.source} (ignored)")
+                self.warnings.append(f"unknown config key {prefix + str(k)!r} in {self.source} (ignored)")
 
 
 def _kind(value: Any) -> str:

@@ -75,6 +75,21 @@ def atomic_replace(target: str, data: bytes, mode: int | None) -> None:
     _fsync_dir(folder)
 
 
+def _remove_stale_temporaries(target: str) -> None:
+    """Delete temporary files left by a writer of this note that was killed mid-write. Safe only under
+    the note's lock: no other amem process can be writing one at this moment."""
+    folder, name = os.path.split(target)
+    prefix = f".{name}."
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.startswith(prefix) and entry.endswith(".amem-tmp"):
+            with suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, entry))
+
+
 def _fsync_dir(folder: str) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -135,6 +150,7 @@ def update_note(config: Any, ref: NoteRef, transform: Callable[[bytes | None], b
     """
     target = _write_target(config, ref)
     with note_lock(config, target):
+        _remove_stale_temporaries(target)
         try:
             with open(target, "rb") as handle:
                 old: bytes | None = handle.read()

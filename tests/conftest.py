@@ -1,0 +1,86 @@
+"""Every test runs with its own HOME, XDG folders, vault and working directory; none touches the real home."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from amem.cli import cli
+from amem.config import Config, load_config
+
+_CLEARED_PREFIXES = ("AMEM_", "AGENTMEMORY_")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "home"
+    for sub in ("", ".config", ".cache", ".local/state"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    for name in list(os.environ):
+        if name.startswith(_CLEARED_PREFIXES) or name.startswith("GIT_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local/state"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    yield work
+
+
+@pytest.fixture
+def vault(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A vault folder (not created yet: the first write creates it), named through AMEM_VAULT."""
+    path = isolated_env / "vault"
+    monkeypatch.setenv("AMEM_VAULT", str(path))
+    return path
+
+
+@pytest.fixture
+def config(vault: Path) -> Config:
+    return load_config()
+
+
+class Result:
+    def __init__(self, exit_code: int, stdout: str, stderr: str) -> None:
+        self.exit_code = exit_code
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    @property
+    def error(self) -> dict[str, Any]:
+        last = [line for line in self.stderr.splitlines() if line.startswith("{")][-1]
+        return json.loads(last)["error"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def amem() -> Any:
+    """Run amem through Click's CliRunner: `amem("read", "x", input=...)` → Result."""
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | bytes | None = None) -> Result:
+        result = runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+        return Result(result.exit_code, result.stdout, result.stderr)
+
+    return invoke
+
+
+def write_file(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_bytes(text.encode("utf-8"))
+    return path

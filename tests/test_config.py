@@ -1,0 +1,173 @@
+"""The config loader: precedence, project-root discovery, validation naming key and file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amem.config import load_config
+from amem.errors import ConfigError
+from tests.conftest import write_file
+
+
+def user_config(text: str) -> Path:
+    from amem.config import config_home
+
+    return write_file(config_home() / "amem" / "config.yaml", text)
+
+
+def test_defaults(isolated_env: Path) -> None:
+    config = load_config()
+    assert config.project_root == isolated_env
+    assert config.vault_root == isolated_env / ".amem" / "memory"
+    assert config.extensions == (".md",)
+    assert (config.max_link_depth, config.max_search_results) == (1, 20)
+    assert config.exclude_dirs == ("archive",)
+    assert config.index_hidden_dirs is False and config.git_auto_commit is False
+    assert config.config_files == ()
+    assert config.watch.effective_sinks == ("vault",)
+
+
+def test_project_root_from_a_sub_folder_with_dot_amem(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (isolated_env / "proj" / ".amem").mkdir(parents=True)
+    deep = isolated_env / "proj" / "src" / "pkg"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    config = load_config()
+    assert config.project_root == isolated_env / "proj"
+    assert config.vault_root == isolated_env / "proj" / ".amem" / "memory"
+
+
+def test_project_root_falls_back_to_git_top_level(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (isolated_env / "repo" / ".git").mkdir(parents=True)
+    (isolated_env / "repo" / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(isolated_env / "repo" / "a" / "b")
+    assert load_config().project_root == isolated_env / "repo"
+
+
+def test_nearest_dot_amem_wins_over_git(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (isolated_env / "repo" / ".git").mkdir(parents=True)
+    (isolated_env / "repo" / "sub" / ".amem").mkdir(parents=True)
+    monkeypatch.chdir(isolated_env / "repo" / "sub")
+    assert load_config().project_root == isolated_env / "repo" / "sub"
+
+
+def test_precedence_flags_env_project_user_defaults(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (isolated_env / ".amem").mkdir()
+    user_config("vaultRoot: /from/user\nmaxLinkDepth: 3\nmaxSearchResults: 7\n")
+    write_file(isolated_env / ".amem" / "config.yaml", "vaultRoot: from-project\nmaxLinkDepth: 2\n")
+    config = load_config()
+    assert config.vault_root == isolated_env / "from-project"  # relative: against the project root
+    assert config.max_link_depth == 2  # project file wins over user file, key by key
+    assert config.max_search_results == 7
+    assert len(config.config_files) == 2
+    monkeypatch.setenv("AMEM_VAULT", "/from/env")
+    assert load_config().vault_root == Path("/from/env")
+    assert load_config(vault="/from/flag").vault_root == Path("/from/flag")
+
+
+def test_named_config_file_replaces_both(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user_config("maxLinkDepth: 3\n")
+    named = write_file(isolated_env / "only.yaml", "maxSearchResults: 5\n")
+    config = load_config(config_file=str(named))
+    assert config.max_link_depth == 1 and config.max_search_results == 5
+    assert config.config_files == (named,)
+    monkeypatch.setenv("AMEM_CONFIG", str(named))
+    assert load_config().config_files == (named,)
+
+
+def test_missing_named_config_is_an_error(isolated_env: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(config_file="nope.yaml")
+
+
+@pytest.mark.parametrize("text, key", [
+    ("maxLinkDepth: -1\n", "maxLinkDepth"),
+    ("maxLinkDepth: deep\n", "maxLinkDepth"),
+    ("maxSearchResults: 0\n", "maxSearchResults"),
+    ("extensions: .md\n", "extensions"),
+    ("extensions: []\n", "extensions"),
+    ("extensions: [md]\n", "extensions"),
+    ("indexHiddenDirs: yes please\n", "indexHiddenDirs"),
+    ("excludeDirs: archive\n", "excludeDirs"),
+    ("timezone: Mars/Olympus\n", "timezone"),
+    ("timezone: +25:00\n", "timezone"),
+    ("git: {autoCommit: sometimes}\n", "git.autoCommit"),
+    ("watch: {ignore: ['(unclosed']}\n", "watch.ignore"),
+    ("watch: {sinks: [email]}\n", "watch.sinks"),
+    ("watch: {debounceMs: -5}\n", "watch.debounceMs"),
+    ("watch: []\n", "watch"),
+])
+def test_invalid_values_name_key_and_file(isolated_env: Path, text: str, key: str) -> None:
+    path = user_config(text)
+    with pytest.raises(ConfigError) as info:
+        load_config()
+    assert info.value.message.startswith(f"{key} in {path}")
+    assert info.value.exit_code == 7
+
+
+def test_yaml_syntax_error_names_file_and_line(isolated_env: Path) -> None:
+    path = user_config("a: 1\nb: [\n")
+    with pytest.raises(ConfigError) as info:
+        load_config()
+    assert str(path) in info.value.message and "line" in info.value.message
+
+
+def test_top_level_must_be_a_mapping(isolated_env: Path) -> None:
+    user_config("- a\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config()
+
+
+def test_unknown_keys_warn(isolated_env: Path) -> None:
+    user_config("vaultroot: x\nwatch: {dirz: []}\n")
+    warnings = load_config().warnings
+    assert any("'vaultroot'" in w for w in warnings)
+    assert any("'watch.dirz'" in w for w in warnings)
+
+
+def test_timezones(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import datetime, timedelta
+
+    user_config("timezone: Asia/Shanghai\n")
+    tz = load_config().tz
+    assert tz is not None and datetime(2026, 1, 1, tzinfo=tz).utcoffset() == timedelta(hours=8)
+    monkeypatch.setenv("AMEM_TZ", "-05:30")
+    tz = load_config().tz
+    assert tz is not None and datetime(2026, 1, 1, tzinfo=tz).utcoffset() == -timedelta(hours=5, minutes=30)
+    monkeypatch.setenv("AMEM_TZ", "nowhere")
+    with pytest.raises(ConfigError, match="AMEM_TZ"):
+        load_config()
+
+
+def test_watch_environment(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user_config("watch: {url: 'http://cfg:1/', project: cfgproj, dirs: [a]}\n")
+    monkeypatch.setenv("AGENTMEMORY_FS_WATCH_DIRS", " /x , /y ,, ")
+    monkeypatch.setenv("AGENTMEMORY_FS_WATCH_IGNORE", r"foo$, ^bar")
+    monkeypatch.setenv("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "1")
+    monkeypatch.setenv("AGENTMEMORY_URL", "http://env:3111///")
+    monkeypatch.setenv("AGENTMEMORY_PROJECT", "old")
+    monkeypatch.setenv("AGENTMEMORY_PROJECT_NAME", "  new  ")
+    watch = load_config().watch
+    assert watch.dirs == ("/x", "/y")
+    assert watch.ignore == ("foo$", "^bar")
+    assert watch.allow_binary is True
+    assert watch.url == "http://env:3111"
+    assert watch.project == "new"
+    assert watch.effective_sinks == ("server",)
+
+
+def test_blank_watch_variables_count_as_unset(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMEMORY_PROJECT_NAME", "   ")
+    monkeypatch.setenv("AGENTMEMORY_PROJECT", " legacy ")
+    monkeypatch.setenv("AGENTMEMORY_URL", "")
+    watch = load_config().watch
+    assert watch.project == "legacy"
+    assert watch.url is None and watch.server_url == "http://localhost:3111"
+
+
+def test_bad_ignore_regex_in_environment(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTMEMORY_FS_WATCH_IGNORE", "ok,(bad")
+    with pytest.raises(ConfigError, match="AGENTMEMORY_FS_WATCH_IGNORE"):
+        load_config()

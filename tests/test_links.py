@@ -1,0 +1,108 @@
+"""Link syntax, code that hides links, and Obsidian-style resolution with its tie-breaks."""
+
+from __future__ import annotations
+
+import pytest
+
+from amem.vault.links import Link, LinkResolver, extract_links, resolution_keys
+
+
+def targets(body: str) -> list[str]:
+    return [link.target for link in extract_links(body)]
+
+
+def test_each_syntax() -> None:
+    links = extract_links("[[a]] [[b|Alias]] [[c#Heading]] [[d#^block1]] ![[e.png]] ![[f#^b|x]]")
+    assert links == [
+        Link("a"),
+        Link("b", alias="Alias"),
+        Link("c", heading="Heading"),
+        Link("d", block="block1"),
+        Link("e.png", embed=True),
+        Link("f", alias="x", block="b", embed=True),
+    ]
+
+
+def test_backslashes_in_targets_read_as_slashes() -> None:
+    assert targets(r"[[notes\foo]]") == ["notes/foo"]
+
+
+def test_escaped_pipe_in_tables() -> None:
+    assert extract_links(r"| [[a\|Alias]] |") == [Link("a", alias="Alias")]
+
+
+def test_backtick_fence_hides_links() -> None:
+    assert targets("[[in]]\n```\n[[hidden]]\n```\n[[out]]") == ["in", "out"]
+
+
+def test_tilde_fence_hides_links() -> None:
+    assert targets("~~~\n[[hidden]]\n~~~\n[[out]]") == ["out"]
+
+
+def test_fence_closes_only_with_same_char_at_least_as_long() -> None:
+    body = "````\n```\n[[hidden1]]\n~~~~\n[[hidden2]]\n`````\n[[out]]"
+    assert targets(body) == ["out"]
+
+
+def test_closing_fence_with_text_after_it_does_not_close() -> None:
+    assert targets("```\n``` not a close\n[[hidden]]\n```\n[[out]]") == ["out"]
+
+
+def test_indented_fence_up_to_three_spaces() -> None:
+    assert targets("   ```\n[[hidden]]\n   ```\n[[out]]") == ["out"]
+    # four spaces is an indented code line, not a fence: links around it count
+    assert targets("    ```\n[[seen]]") == ["seen"]
+
+
+def test_unclosed_fence_runs_to_the_end() -> None:
+    assert targets("[[a]]\n```python\n[[b]]\n[[c]]") == ["a"]
+
+
+def test_crlf_fences_close() -> None:
+    assert targets("```\r\n[[hidden]]\r\n```\r\n[[out]]\r\n") == ["out"]
+
+
+def test_inline_code_hides_links() -> None:
+    assert targets("`[[no]]` [[yes]] ``a `[[no]]` b`` [[yes2]]") == ["yes", "yes2"]
+
+
+def test_unmatched_backtick_is_literal() -> None:
+    assert targets("it`s [[yes]]") == ["yes"]
+
+
+def test_code_span_across_lines_of_a_paragraph() -> None:
+    assert targets("`start\n[[no]] end` [[yes]]") == ["yes"]
+    assert targets("`open\n\n[[yes]]") == ["yes"]  # a blank line ends the paragraph
+
+
+IDS = ["notes/foo.md", "shared/notes/foo.md", "z/foo.md", "a/b/foo.md", "bar.md", "deep/x/bar.md", "Zeta.md",
+       "zeta/Zeta.md", "c/cap.md", "b/cap.md"]
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("notes/foo", "notes/foo.md"),            # exact, without extension
+    ("notes/foo.md", "notes/foo.md"),         # exact, with extension
+    ("shared/notes/foo", "shared/notes/foo.md"),
+    ("b/foo", "a/b/foo.md"),                  # path suffix at a / boundary
+    ("otes/foo", "notes/foo.md"),             # not a boundary: falls back to basename, fewest segments
+    ("foo", "notes/foo.md"),                  # basename: fewest segments, then code-point order
+    ("bar", "bar.md"),
+    ("x/bar", "deep/x/bar.md"),
+    ("Zeta", "Zeta.md"),
+    ("cap", "b/cap.md"),                      # tie on segments: code-point order
+    ("nothing", None),
+    ("", None),
+    ("./bar", "bar.md"),
+    ("notes\\foo", "notes/foo.md"),
+])
+def test_resolution_tiers(target: str, expected: str | None) -> None:
+    assert LinkResolver(IDS, (".md",)).resolve(target) == expected
+
+
+def test_heading_part_is_ignored_when_resolving() -> None:
+    link = extract_links("[[bar#Intro]]")[0]
+    assert LinkResolver(IDS, (".md",)).resolve(link.target) == "bar.md"
+
+
+def test_resolution_keys_cover_every_tier() -> None:
+    assert resolution_keys("a/b/c.md", (".md",)) == {"a/b/c.md", "a/b/c", "b/c.md", "b/c", "c.md", "c"}

@@ -1,0 +1,94 @@
+"""Frontmatter parsing, titles and versions."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from amem.vault.notes import note_title, parse_note, render_note, version_of
+
+
+def test_plain_frontmatter() -> None:
+    note = parse_note("---\ntitle: Hello\ntags: [a, b]\n---\nBody\n")
+    assert note.frontmatter == {"title": "Hello", "tags": ["a", "b"]}
+    assert note.body == "Body\n"
+    assert note.warnings == []
+
+
+def test_bom_and_crlf() -> None:
+    note = parse_note("\ufeff---\r\ntitle: Hi\r\n---\r\nBody\r\n")
+    assert note.frontmatter == {"title": "Hi"}
+    assert note.body == "Body\r\n"
+
+
+def test_duplicate_keys_last_wins_and_rest_is_kept() -> None:
+    note = parse_note("---\ntitle: one\ntags: [x]\ntitle: two\n---\nB")
+    assert note.frontmatter == {"title": "two", "tags": ["x"]}
+
+
+def test_malformed_yaml_is_body_with_warning() -> None:
+    text = "---\ntitle: [unclosed\n---\nBody"
+    note = parse_note(text, "n.md")
+    assert note.frontmatter == {}
+    assert note.body == text
+    assert note.warnings and "malformed frontmatter" in note.warnings[0]
+
+
+def test_non_mapping_frontmatter_is_body_with_warning() -> None:
+    note = parse_note("---\n- a\n- b\n---\nBody")
+    assert note.frontmatter == {}
+    assert note.warnings
+
+
+def test_no_frontmatter() -> None:
+    assert parse_note("Just text\n---\n").frontmatter == {}
+    assert parse_note("Just text\n---\n").body == "Just text\n---\n"
+
+
+def test_unclosed_frontmatter_is_body() -> None:
+    note = parse_note("---\ntitle: x\nno end")
+    assert note.frontmatter == {} and note.body == "---\ntitle: x\nno end"
+
+
+def test_empty_frontmatter_block() -> None:
+    note = parse_note("---\n---\nBody")
+    assert note.frontmatter == {} and note.body == "Body"
+
+
+def test_unquoted_dates_come_back_as_iso_strings() -> None:
+    note = parse_note("---\nd: 2026-01-02\nt: 2026-01-02 10:30:00+08:00\nu: 2026-01-02T10:30:00Z\n"
+                      "q: '2026-01-02'\n---\n")
+    assert note.frontmatter == {"d": "2026-01-02", "t": "2026-01-02T10:30:00+08:00",
+                                "u": "2026-01-02T10:30:00+00:00", "q": "2026-01-02"}
+
+
+def test_binary_and_sets_become_json_values() -> None:
+    note = parse_note("---\nb: !!binary aGk=\ns: !!set {a: null}\n---\n")
+    assert note.frontmatter == {"b": "aGk=", "s": ["a"]}
+
+
+def test_title_precedence() -> None:
+    assert note_title({"title": "FM"}, "# Heading", "a/b.md") == "FM"
+    assert note_title({}, "text\n# Heading\n", "a/b.md") == "Heading"
+    assert note_title({}, "```\n# not a title\n```\n", "a/b.md") == "b"
+    assert note_title({}, "## sub only", "a/b.c.md") == "b.c"
+
+
+def test_version_is_sha1_of_bytes() -> None:
+    assert version_of(b"") == hashlib.sha1(b"").hexdigest() == "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+    assert version_of("é".encode()) == hashlib.sha1("é".encode()).hexdigest()
+
+
+keys = st.text(alphabet=st.characters(categories=("L", "N")), min_size=1, max_size=8)
+values = st.one_of(st.integers(), st.booleans(), st.text(max_size=20), st.lists(st.text(max_size=5), max_size=3))
+
+
+@given(st.dictionaries(keys, values, max_size=5), st.text(max_size=80))
+def test_frontmatter_round_trip(frontmatter: dict[str, object], body: str) -> None:
+    # Without frontmatter the body is the whole note, so it must not look like a block itself.
+    assume(frontmatter or not body.lstrip("\ufeff").startswith("---"))
+    note = parse_note(render_note(frontmatter, body))
+    assert note.frontmatter == frontmatter
+    assert note.body == (body if frontmatter else body.removeprefix("\ufeff"))
