@@ -14,40 +14,10 @@ from typing import Any
 
 import pytest
 
-from amem.cli import run
 from amem.errors import GitError
 from amem.vault import git as amem_git
 
 NAME, EMAIL = "Test User", "test@example.com"
-
-
-class Result:
-    def __init__(self, exit_code: int, stdout: str, stderr: str) -> None:
-        self.exit_code = exit_code
-        self.stdout = stdout
-        self.stderr = stderr
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-    @property
-    def error(self) -> dict[str, Any]:
-        last = [line for line in self.stderr.splitlines() if line.startswith("{")][-1]
-        return json.loads(last)["error"]  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Any:
-    """Run amem as its entry point does (`amem.cli.run`), so errors arrive as JSON and exit codes."""
-
-    def invoke(*args: str) -> Result:
-        capsys.readouterr()
-        code = run(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return invoke
 
 
 @pytest.fixture(autouse=True)
@@ -117,12 +87,12 @@ def test_inside_dot_git_is_an_error_not_no_repository(isolated_env: Path) -> Non
 
 
 def test_git_hook_environment_does_not_redirect_amem(isolated_env: Path, vault: Path,
-                                                     monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+                                                     monkeypatch: pytest.MonkeyPatch, amem: Any) -> None:
     init_repo(vault)
     other = init_repo(isolated_env / "other")
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
-    result = cli("write", "n", "hello", "--commit")
+    result = amem("write", "n", "hello", "--commit")
     assert result.exit_code == 0, result.stderr
     monkeypatch.delenv("GIT_DIR")
     monkeypatch.delenv("GIT_INDEX_FILE")
@@ -133,7 +103,7 @@ def test_git_hook_environment_does_not_redirect_amem(isolated_env: Path, vault: 
 # --- --commit ---------------------------------------------------------------------------------------
 
 
-def test_commit_leaves_the_users_staged_changes_staged(isolated_env: Path, vault: Path, cli: Any) -> None:
+def test_commit_leaves_the_users_staged_changes_staged(isolated_env: Path, vault: Path, amem: Any) -> None:
     project = init_repo(isolated_env)
     (project / "a.txt").write_text("base\n")
     (project / "untouched.txt").write_text("same\n")
@@ -144,7 +114,7 @@ def test_commit_leaves_the_users_staged_changes_staged(isolated_env: Path, vault
     (project / "untouched.txt").write_text("unstaged change\n")
     index_before = git(project, "ls-files", "-s").splitlines()
 
-    result = cli("write", "notes/x", "remember this", "--commit")
+    result = amem("write", "notes/x", "remember this", "--commit")
 
     assert result.exit_code == 0, result.stderr
     commit = result.json["commit"]
@@ -162,13 +132,13 @@ def test_commit_leaves_the_users_staged_changes_staged(isolated_env: Path, vault
     assert git(project, "show", f"{commit}:vault/notes/x.md").endswith("remember this")
 
 
-def test_commit_in_a_vault_that_is_its_own_repository(isolated_env: Path, vault: Path, cli: Any) -> None:
+def test_commit_in_a_vault_that_is_its_own_repository(isolated_env: Path, vault: Path, amem: Any) -> None:
     project = init_repo(isolated_env)
     (project / "README").write_text("project\n")
     project_head = commit_all(project, "project")
     init_repo(vault)
 
-    result = cli("write", "n", "own repo", "--commit")
+    result = amem("write", "n", "own repo", "--commit")
 
     assert result.exit_code == 0, result.stderr
     assert head(vault) == result.json["commit"]
@@ -177,11 +147,11 @@ def test_commit_in_a_vault_that_is_its_own_repository(isolated_env: Path, vault:
 
 
 def test_commit_with_no_repository_initialises_one_at_the_vault_root(isolated_env: Path, vault: Path,
-                                                                     cli: Any) -> None:
+                                                                     amem: Any) -> None:
     (vault / "other.md").parent.mkdir(parents=True)
     (vault / "other.md").write_text("an older note, not part of this change\n")
 
-    result = cli("write", "notes/x", "first", "--commit")
+    result = amem("write", "notes/x", "first", "--commit")
 
     assert result.exit_code == 0, result.stderr
     assert (vault / ".git").is_dir()
@@ -192,18 +162,18 @@ def test_commit_with_no_repository_initialises_one_at_the_vault_root(isolated_en
     assert "initialised" in result.stderr
 
 
-def test_auto_commit_from_config(isolated_env: Path, vault: Path, cli: Any) -> None:
+def test_auto_commit_from_config(isolated_env: Path, vault: Path, amem: Any) -> None:
     init_repo(vault)
     (isolated_env / ".amem").mkdir()
     (isolated_env / ".amem" / "config.yaml").write_text("git:\n  autoCommit: true\n")
-    result = cli("write", "n", "auto")
+    result = amem("write", "n", "auto")
     assert result.exit_code == 0, result.stderr
     assert result.json["commit"] == head(vault)
 
 
-def test_write_without_commit_commits_nothing(vault: Path, cli: Any) -> None:
+def test_write_without_commit_commits_nothing(vault: Path, amem: Any) -> None:
     init_repo(vault)
-    result = cli("write", "n", "text")
+    result = amem("write", "n", "text")
     assert result.exit_code == 0, result.stderr
     assert "commit" not in result.json
     assert head(vault) is None
@@ -230,35 +200,35 @@ def test_commit_file_records_exactly_the_given_bytes(vault: Path) -> None:
     assert git(vault, "show", f"{outcome.hash}:n.md") == "what amem wrote"
 
 
-def test_note_names_are_literal_not_pathspecs(vault: Path, cli: Any) -> None:
+def test_note_names_are_literal_not_pathspecs(vault: Path, amem: Any) -> None:
     init_repo(vault)
-    assert cli("write", "st*r", "star", "--commit").exit_code == 0
-    assert cli("write", "stxr", "plain", "--commit").exit_code == 0
-    history = cli("history", "st*r").json["commits"]
+    assert amem("write", "st*r", "star", "--commit").exit_code == 0
+    assert amem("write", "stxr", "plain", "--commit").exit_code == 0
+    history = amem("history", "st*r").json["commits"]
     assert len(history) == 1
 
 
-def test_commit_uses_the_users_git_identity(vault: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+def test_commit_uses_the_users_git_identity(vault: Path, monkeypatch: pytest.MonkeyPatch, amem: Any) -> None:
     for role in ("AUTHOR", "COMMITTER"):
         monkeypatch.delenv(f"GIT_{role}_NAME")
         monkeypatch.delenv(f"GIT_{role}_EMAIL")
     init_repo(vault)
     git(vault, "config", "user.name", "Configured Person")
     git(vault, "config", "user.email", "person@example.org")
-    result = cli("write", "n", "x", "--commit")
+    result = amem("write", "n", "x", "--commit")
     assert result.exit_code == 0, result.stderr
     assert git(vault, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == (
         "Configured Person <person@example.org>|Configured Person <person@example.org>")
     assert "identity" not in result.stderr
 
 
-def test_no_git_identity_falls_back_to_amem(vault: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> None:
+def test_no_git_identity_falls_back_to_amem(vault: Path, monkeypatch: pytest.MonkeyPatch, amem: Any) -> None:
     # conftest points HOME and XDG_CONFIG_HOME at empty folders and sets GIT_CONFIG_NOSYSTEM=1.
     for role in ("AUTHOR", "COMMITTER"):
         monkeypatch.delenv(f"GIT_{role}_NAME")
         monkeypatch.delenv(f"GIT_{role}_EMAIL")
     monkeypatch.delenv("EMAIL", raising=False)
-    result = cli("write", "n", "x", "--commit")
+    result = amem("write", "n", "x", "--commit")
     assert result.exit_code == 0, result.stderr
     assert git(vault, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == (
         "amem <amem@localhost>|amem <amem@localhost>")
@@ -266,7 +236,7 @@ def test_no_git_identity_falls_back_to_amem(vault: Path, monkeypatch: pytest.Mon
 
 
 def test_index_lock_held_is_retried_then_reported(vault: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  cli: Any) -> None:
+                                                  amem: Any) -> None:
     init_repo(vault)
     (vault / "keep.md").write_text("k\n")
     base = commit_all(vault, "base")
@@ -274,7 +244,7 @@ def test_index_lock_held_is_retried_then_reported(vault: Path, monkeypatch: pyte
     lock = vault / ".git" / "index.lock"
     lock.write_text("")
     started = time.monotonic()
-    result = cli("write", "n", "x", "--commit")
+    result = amem("write", "n", "x", "--commit")
     assert time.monotonic() - started >= 0.3
     assert result.exit_code == 6
     assert result.error["code"] == "git"
@@ -283,14 +253,14 @@ def test_index_lock_held_is_retried_then_reported(vault: Path, monkeypatch: pyte
     assert lock.exists()  # not ours to remove
 
 
-def test_index_lock_released_in_time_lets_the_commit_through(vault: Path, cli: Any) -> None:
+def test_index_lock_released_in_time_lets_the_commit_through(vault: Path, amem: Any) -> None:
     init_repo(vault)
     lock = vault / ".git" / "index.lock"
     lock.write_text("")
     timer = threading.Timer(0.3, lock.unlink)
     timer.start()
     try:
-        result = cli("write", "n", "x", "--commit")
+        result = amem("write", "n", "x", "--commit")
     finally:
         timer.join()
     assert result.exit_code == 0, result.stderr
@@ -299,12 +269,12 @@ def test_index_lock_released_in_time_lets_the_commit_through(vault: Path, cli: A
 
 
 def test_git_missing_is_a_git_error_saying_to_install_it(vault: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         tmp_path: Path, cli: Any) -> None:
-    assert cli("write", "n", "x").exit_code == 0
+                                                         tmp_path: Path, amem: Any) -> None:
+    assert amem("write", "n", "x").exit_code == 0
     empty = tmp_path / "no-git-here"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    result = cli("history", "n")
+    result = amem("history", "n")
     assert result.exit_code == 6
     assert "install git" in result.error["message"]
 
