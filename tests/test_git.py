@@ -309,3 +309,16 @@ def test_installed_amem_write_commit(isolated_env: Path, vault: Path) -> None:
     assert files_in(project, commit) == ["vault/notes/hook.md"]
     assert git(project, "diff", "--cached", "--name-only") == "staged.txt"
 
+
+
+def test_git_module_loads_only_when_needed(vault: Path) -> None:
+    """`write` without --commit and `read` must not pay for git's module (or spawn git)."""
+    probe = (
+        "import sys\n"
+        "from amem.cli import run\n"
+        "assert run(['write', 'n', 'x']) == 0\n"
+        "assert run(['read', 'n']) == 0\n"
+        "print(sorted(m for m in ('amem.vault.git', 'amem.info') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -373,11 +373,17 @@ class _IndexLock:
         """Make `data` the new index: written into the lock file, flushed, renamed over the index."""
         assert self.fd is not None
         fd, self.fd = self.fd, None
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(self.lock, self.index)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(self.lock, self.index)
+        except BaseException:
+            # A half-written lock file must not be left behind: git would call the repository busy.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.lock)
+            raise
 
     def __exit__(self, *exc_info: object) -> None:
         if self.fd is not None:
