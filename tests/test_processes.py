@@ -96,7 +96,7 @@ def test_writer_killed_mid_write_leaves_old_or_new_note(isolated_env: Path, vaul
     from amem.vault.write import write_note
 
     config = load_config()
-    assert [note_id for note_id, _, _ in scan_vault(config)] == ["big.md"]
+    assert list(scan_vault(config).files) == ["big.md"]
     write_note(config, "big", "after the crash", mode="overwrite")
     assert sorted(p.name for p in vault.iterdir()) == ["big.md"]  # the killed writer's temp file is gone
 

@@ -5,7 +5,6 @@ Knows nothing of Click; commands hand it their flags as plain keyword arguments.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -14,6 +13,7 @@ from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
+from .digest import sha1_hex
 from .errors import ConfigError
 
 SINK_NAMES = ("server", "vault", "stdout")
@@ -104,7 +104,7 @@ def config_home() -> Path:
 def vault_key(vault_root: Path) -> str:
     """A stable folder name for a vault: its real path, hashed, plus its name for humans."""
     real = os.path.realpath(vault_root)
-    digest = hashlib.sha1(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    digest = sha1_hex(real.encode("utf-8", "surrogateescape"))[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real) or "root")[:40]
     return f"{name}-{digest}"
 

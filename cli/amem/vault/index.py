@@ -14,28 +14,35 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..digest import sha1_hex
 from ..output import warn
 from .links import LinkResolver, extract_links, normalise_target, resolution_keys
 from .notes import note_title, parse_note
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 4
 ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
-#: Files modified this recently may change again within the file system's timestamp granularity
-#: without a visible (mtime, size) change, so their content digest is checked on the next refresh.
-RACY_NS = 3_000_000_000
+#: A file or folder modified this shortly before a scan may change again within the file system's
+#: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
+#: content digest and such folders are listed again on the next refresh.
+RACY_NS = 2_000_000_000
+#: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
+BULK_RESOLUTION = 200
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE notes (
     rowid INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
+    folder TEXT NOT NULL,      -- the id's folder with its trailing '/', '' at the vault root
+    name TEXT NOT NULL,        -- the id's last segment, for base-name link resolution
+    rid TEXT NOT NULL,         -- the id reversed, so that path-suffix resolution is an index range
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
     digest TEXT,               -- set while the file is racily recent (see RACY_NS)
@@ -43,6 +50,10 @@ CREATE TABLE notes (
     title TEXT NOT NULL DEFAULT '',
     frontmatter TEXT NOT NULL DEFAULT '{}'
 );
+CREATE INDEX notes_folder ON notes (folder);
+CREATE INDEX notes_name ON notes (name);
+CREATE INDEX notes_rid ON notes (rid);
+CREATE INDEX notes_racy ON notes (digest) WHERE digest IS NOT NULL;
 CREATE TABLE links (
     src INTEGER NOT NULL,      -- notes.rowid of the linking note
     seq INTEGER NOT NULL,
@@ -53,6 +64,7 @@ CREATE INDEX links_src ON links (src);
 CREATE INDEX links_target ON links (target);
 CREATE INDEX links_resolved ON links (resolved);
 CREATE TABLE seen (id TEXT PRIMARY KEY, version TEXT NOT NULL);
+CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: recheck next time
 """
 
 
@@ -77,53 +89,90 @@ class RefreshStats:
 
 
 @dataclass
+class VaultScan:
+    """What a scan saw: notes by id as (path, mtime_ns, size), and folders by vault-relative path."""
+
+    started_ns: int = field(default_factory=time.time_ns)
+    files: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    dirs: dict[str, int] = field(default_factory=dict)
+    #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
+    listed: set[str] | None = None
+
+
+@dataclass
 class _Diff:
     removed: list[tuple[int, str]] = field(default_factory=list)
     to_index: list[str] = field(default_factory=list)
     settled: list[int] = field(default_factory=list)
+    dirs_changed: bool = False
 
     @property
     def pending(self) -> bool:
-        return bool(self.removed or self.to_index or self.settled)
+        return bool(self.removed or self.to_index or self.settled or self.dirs_changed)
 
 
 def _extensions() -> tuple[ModuleType, ...]:
-    """Modules that keep tables in the index: each has SCHEMA, add_notes(conn, notes), remove_notes(conn, rowids)."""
-    return ()
+    """Modules keeping tables in the index; each has SCHEMA, add_notes(conn, notes), remove_notes(conn, rowids)."""
+    from . import search  # imported here: search imports this module
+
+    return (search,)
 
 
-def scan_vault(config: Any) -> Iterator[tuple[str, str, os.stat_result]]:
-    """(id, path, stat) of every indexable note: skips .git, node_modules, .obsidian, other dot-folders
+class _Walker:
+    """Lists vault folders by the spec's rules: skips .git, node_modules, .obsidian, other dot-folders
     unless indexHiddenDirs, and excludeDirs at any depth. Symlinked folders are not followed."""
-    root = os.path.abspath(config.vault_root)
-    extensions = tuple(e.lower() for e in config.extensions)
-    excluded = set(config.exclude_dirs)
-    hidden = config.index_hidden_dirs
-    stack = [(root, "")]
-    while stack:
-        folder, prefix = stack.pop()
-        try:
-            entries = os.scandir(folder)
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                name = entry.name
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                except OSError:
-                    continue
-                if is_dir:
-                    if name in ALWAYS_SKIPPED or name in excluded or (name.startswith(".") and not hidden):
-                        continue
-                    stack.append((entry.path, f"{prefix}{name}/"))
-                elif name.lower().endswith(extensions):
+
+    def __init__(self, config: Any, scan: VaultScan) -> None:
+        self.root = os.path.abspath(config.vault_root)
+        self.extensions = tuple(e.lower() for e in config.extensions)
+        self.excluded = set(config.exclude_dirs)
+        self.hidden = config.index_hidden_dirs
+        self.scan = scan
+        self.racy_before = scan.started_ns - RACY_NS
+
+    def folder_path(self, rel: str) -> str:
+        return os.path.join(self.root, rel) if rel else self.root
+
+    def list(self, rel: str, mtime_ns: int, skip: Container[str] = ()) -> None:
+        """Record folder `rel` and its notes; walk its subfolders, except those in `skip`."""
+        stack = [(rel, mtime_ns)]
+        while stack:
+            rel, mtime_ns = stack.pop()
+            try:
+                entries = os.scandir(self.folder_path(rel))
+            except OSError:
+                continue
+            self.scan.dirs[rel] = -1 if mtime_ns >= self.racy_before else mtime_ns
+            if self.scan.listed is not None:
+                self.scan.listed.add(rel)
+            with entries:
+                for entry in entries:
+                    name = entry.name
                     try:
-                        stat = entry.stat()
+                        if entry.is_dir(follow_symlinks=False):
+                            if name in ALWAYS_SKIPPED or name in self.excluded or \
+                                    (name.startswith(".") and not self.hidden):
+                                continue
+                            sub = f"{rel}{name}/"
+                            if sub not in skip:
+                                stack.append((sub, entry.stat(follow_symlinks=False).st_mtime_ns))
+                        elif name.lower().endswith(self.extensions):
+                            st = entry.stat()
+                            if st.st_mode & 0o170000 == 0o100000:
+                                self.scan.files[f"{rel}{name}"] = (entry.path, st.st_mtime_ns, st.st_size)
                     except OSError:
                         continue  # deleted during the scan, or a broken symlink
-                    if stat.st_mode & 0o170000 == 0o100000:
-                        yield f"{prefix}{name}", entry.path, stat
+
+
+def scan_vault(config: Any) -> VaultScan:
+    """Every indexable note and folder of the vault, each note stat'ed."""
+    scan = VaultScan()
+    try:
+        root_mtime = os.stat(config.vault_root).st_mtime_ns
+    except OSError:
+        return scan
+    _Walker(config, scan).list("", root_mtime)
+    return scan
 
 
 class VaultIndex:
@@ -202,34 +251,42 @@ class VaultIndex:
 
     # --- refresh ------------------------------------------------------------------------------------
 
-    def refresh(self) -> RefreshStats:
-        """Bring the index up to date with the vault; a corrupt index is rebuilt silently."""
+    def refresh(self, *, thorough: bool = True) -> RefreshStats:
+        """Bring the index up to date with the vault; a corrupt index is rebuilt silently.
+
+        thorough (search): stat every note. Otherwise (read, completion) stat every folder and list
+        only those whose mtime moved: that sees every note created, deleted or renamed and every save
+        made by replacing the file (amem's own writes, most editors), but not an in-place rewrite of
+        a note in an unchanged folder, which the next thorough refresh picks up."""
         try:
-            stats = self._refresh()
+            stats = self._refresh(thorough)
         except sqlite3.DatabaseError:
             self._discard()
-            stats = self._refresh()
+            stats = self._refresh(thorough)
             stats.rebuilt = True
         self.refreshed = True
         for message in stats.warnings:
             warn(message)
         return stats
 
-    def _refresh(self) -> RefreshStats:
-        on_disk = {note_id: (path, st) for note_id, path, st in scan_vault(self.config)}
+    def _refresh(self, thorough: bool) -> RefreshStats:
+        scan = scan_vault(self.config) if thorough else self._quick_scan()
         stats = RefreshStats()
-        if not self._diff(on_disk).pending:
+        if not self._diff(scan).pending:
             stats.warnings = self._problems()
             return stats
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have refreshed while we waited for the write lock: diff again.
-            diff = self._diff(on_disk)
+            diff = self._diff(scan)
             if diff.settled:
                 conn.executemany("UPDATE notes SET digest = NULL WHERE rowid = ?", [(r,) for r in diff.settled])
             if diff.removed or diff.to_index:
-                self._apply(on_disk, diff.removed, diff.to_index, stats)
+                self._apply(scan, diff.removed, diff.to_index, stats)
+            if diff.dirs_changed:
+                conn.execute("DELETE FROM dirs")
+                conn.executemany("INSERT INTO dirs (path, mtime_ns) VALUES (?, ?)", scan.dirs.items())
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -237,25 +294,68 @@ class VaultIndex:
         stats.warnings = self._problems()
         return stats
 
-    def _diff(self, on_disk: dict[str, tuple[str, os.stat_result]]) -> _Diff:
-        known = {row[1]: row for row in self.conn.execute(
-            "SELECT rowid, id, mtime_ns, size, digest FROM notes")}
+    def _quick_scan(self) -> VaultScan:
+        """Stat the folders the index knows and list again only those whose mtime moved (and new ones
+        under them); notes in the other folders are taken as the index has them."""
+        known_dirs = dict(self.conn.execute("SELECT path, mtime_ns FROM dirs"))
+        if not known_dirs:
+            return scan_vault(self.config)
+        scan = VaultScan(listed=set())
+        walker = _Walker(self.config, scan)
+        for rel, recorded in known_dirs.items():
+            try:
+                st = os.lstat(walker.folder_path(rel))
+            except OSError:
+                continue  # gone: its notes will be missing from the scan, hence removed
+            if st.st_mode & 0o170000 != 0o040000:
+                continue
+            if st.st_mtime_ns == recorded:
+                scan.dirs[rel] = recorded
+            else:
+                walker.list(rel, st.st_mtime_ns, skip=known_dirs)
+        return scan
+
+    def _diff(self, scan: VaultScan) -> _Diff:
+        conn = self.conn
+        columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
+        if scan.listed is None:
+            rows = conn.execute(columns).fetchall()
+        else:
+            # Only notes of listed or vanished folders can have changed, plus racily recent ones.
+            folders = sorted(scan.listed | (set(dict(conn.execute("SELECT path, 1 FROM dirs"))) - set(scan.dirs)))
+            rows = conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall()
+            for start in range(0, len(folders), 500):
+                chunk = folders[start:start + 500]
+                rows += conn.execute(f"{columns} WHERE folder IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+        known = {row[1]: row for row in rows}
+        on_disk = scan.files
+        root = os.path.abspath(self.config.vault_root)
         diff = _Diff()
-        diff.removed = [(row[0], note_id) for note_id, row in known.items() if note_id not in on_disk]
-        now_ns = time.time_ns()
-        for note_id, (path, st) in on_disk.items():
-            row = known.get(note_id)
-            if row is None or row[2] != st.st_mtime_ns or row[3] != st.st_size:
+        for note_id, row in known.items():
+            if scan.listed is None or row[5] in scan.listed or row[5] not in scan.dirs:
+                found = on_disk.get(note_id)
+                if found is None:
+                    diff.removed.append((row[0], note_id))
+                    continue
+                path, mtime_ns, size = found
+            else:
+                path, mtime_ns, size = os.path.join(root, note_id), row[2], row[3]
+            if row[2] != mtime_ns or row[3] != size:
                 diff.to_index.append(note_id)
             elif row[4] is not None:
                 if _digest_of(path) != row[4]:
+                    if note_id not in on_disk:
+                        on_disk[note_id] = (path, mtime_ns, size)
                     diff.to_index.append(note_id)  # racily clean: same (mtime, size), other content
-                elif now_ns - st.st_mtime_ns >= RACY_NS:
+                elif mtime_ns < scan.started_ns - RACY_NS:
                     diff.settled.append(row[0])  # old enough now: (mtime, size) can be trusted
+        diff.to_index.extend(note_id for note_id in on_disk if note_id not in known)
+        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
+        diff.dirs_changed = known_dirs != scan.dirs
         return diff
 
-    def _apply(self, on_disk: dict[str, tuple[str, os.stat_result]], removed: list[tuple[int, str]],
-               to_index: list[str], stats: RefreshStats) -> None:
+    def _apply(self, scan: VaultScan, removed: list[tuple[int, str]], to_index: list[str],
+               stats: RefreshStats) -> None:
         conn = self.conn
         extensions = _extensions()
         known = dict(conn.execute("SELECT id, rowid FROM notes"))
@@ -271,9 +371,9 @@ class VaultIndex:
         progress = _Progress(len(to_index))
         indexed: list[IndexedNote] = []
         parsed_links: dict[int, list[str]] = {}
-        now_ns = time.time_ns()
+        racy_before = scan.started_ns - RACY_NS
         for note_id in to_index:
-            path, st = on_disk[note_id]
+            path, mtime_ns, size = scan.files[note_id]
             rowid = known.get(note_id)
             if rowid is not None:
                 conn.execute("DELETE FROM links WHERE src = ?", (rowid,))
@@ -283,28 +383,32 @@ class VaultIndex:
             try:
                 with open(path, "rb") as handle:
                     data = handle.read()
+                    st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
+                mtime_ns, size = st.st_mtime_ns, st.st_size
                 text = data.decode("utf-8")
                 problem = None
             except OSError as exc:
                 data, text, problem = b"", "", f"cannot read it ({exc.strerror})"
             except UnicodeDecodeError:
                 text, problem = "", "it is not UTF-8 text"
-            digest = _digest(data) if now_ns - st.st_mtime_ns < RACY_NS else None
+            digest = sha1_hex(data) if mtime_ns >= racy_before else None
             if problem is None:
                 note = parse_note(text, note_id)
                 title = note_title(note.frontmatter, note.body, note_id)
                 frontmatter = json.dumps(note.frontmatter, ensure_ascii=False, default=str)
             else:
                 title, frontmatter = "", "{}"
-            values = (note_id, st.st_mtime_ns, st.st_size, digest, problem, title, frontmatter)
+            cut = note_id.rfind("/") + 1
+            values = (note_id, note_id[:cut], note_id[cut:], note_id[::-1], mtime_ns, size, digest, problem, title,
+                      frontmatter)
             if rowid is None:
                 id_set_changed = id_set_changed or problem is None
-                rowid = conn.execute("INSERT INTO notes (id, mtime_ns, size, digest, problem, title, frontmatter)"
-                                     " VALUES (?, ?, ?, ?, ?, ?, ?)", values).lastrowid
+                rowid = conn.execute("INSERT INTO notes (id, folder, name, rid, mtime_ns, size, digest, problem, "
+                                     "title, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values).lastrowid
                 assert rowid is not None
             else:
-                conn.execute("UPDATE notes SET id=?, mtime_ns=?, size=?, digest=?, problem=?, title=?, "
-                             "frontmatter=? WHERE rowid=?", (*values, rowid))
+                conn.execute("UPDATE notes SET id=?, folder=?, name=?, rid=?, mtime_ns=?, size=?, digest=?, "
+                             "problem=?, title=?, frontmatter=? WHERE rowid=?", (*values, rowid))
                 for ext in extensions:
                     ext.remove_notes(conn, [rowid])
             if problem is None:
@@ -313,7 +417,8 @@ class VaultIndex:
             progress.step()
         progress.done()
 
-        resolver = self._resolver() if (parsed_links or id_set_changed) else None
+        pending = sum(len(t) for t in parsed_links.values())
+        resolver = self._resolver(bulk=pending > BULK_RESOLUTION) if (pending or id_set_changed) else None
         if id_set_changed and resolver is not None:
             # A note that appeared or vanished changes only links whose target could name it.
             affected: set[str] = set()
@@ -337,7 +442,9 @@ class VaultIndex:
         for ext in extensions:
             ext.add_notes(conn, indexed)
 
-    def _resolver(self) -> LinkResolver:
+    def _resolver(self, bulk: bool = False) -> LinkResolver:
+        if not bulk:
+            return _IndexResolver(self.conn, self.config.extensions)
         ids = [row[0] for row in self.conn.execute("SELECT id FROM notes WHERE problem IS NULL")]
         return LinkResolver(ids, self.config.extensions)
 
@@ -372,6 +479,33 @@ class VaultIndex:
         self.conn.execute("INSERT OR REPLACE INTO seen (id, version) VALUES (?, ?)", (note_id, version))
 
 
+class _IndexResolver(LinkResolver):
+    """Answers the resolver's lookups with indexed queries: cheap for a few links, where loading every
+    id into memory would cost more than the queries."""
+
+    def __init__(self, conn: sqlite3.Connection, extensions: tuple[str, ...]) -> None:
+        super().__init__((), extensions)
+        self.conn = conn
+
+    def _ids(self, where: str, values: list[str]) -> list[str]:
+        sql = f"SELECT id FROM notes WHERE problem IS NULL AND ({where})"
+        return [row[0] for row in self.conn.execute(sql, values)]
+
+    def find_exact(self, candidates: list[str]) -> list[str]:
+        found = set(self._ids(f"id IN ({','.join('?' * len(candidates))})", candidates))
+        return [c for c in candidates if c in found]
+
+    def find_suffix(self, candidates: list[str]) -> list[str]:
+        found: list[str] = []
+        for candidate in candidates:
+            low = ("/" + candidate)[::-1]
+            found += self._ids("rid >= ? AND rid < ?", [low, low + "\U0010ffff"])
+        return found
+
+    def find_basename(self, names: list[str]) -> list[str]:
+        return self._ids(f"name IN ({','.join('?' * len(names))})", names)
+
+
 def _statements(script: str) -> Iterator[str]:
     for statement in script.split(";"):
         if statement.strip():
@@ -384,16 +518,10 @@ def _delete_in(conn: sqlite3.Connection, sql: str, values: list[int]) -> None:
         conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
 
-def _digest(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha1(data).hexdigest()
-
-
 def _digest_of(path: str) -> str | None:
     try:
         with open(path, "rb") as handle:
-            return _digest(handle.read())
+            return sha1_hex(handle.read())
     except OSError:
         return None
 

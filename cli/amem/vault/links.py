@@ -151,8 +151,11 @@ def resolution_keys(note_id: str, extensions: tuple[str, ...]) -> set[str]:
 
 
 class LinkResolver:
-    """Resolves link targets against a set of note ids: exact path, then path suffix at a `/` boundary,
-    then base name anywhere; each tier with or without the extension; ties to fewest segments, then id."""
+    """Resolves link targets: exact path, then path suffix at a `/` boundary, then base name anywhere;
+    each tier with or without the extension; ties go to the fewest segments, then code-point order.
+
+    This class looks ids up in memory (built once for bulk work); subclasses answer the same three
+    lookups from elsewhere (the index database) and share the tiers."""
 
     def __init__(self, ids: Iterable[str], extensions: tuple[str, ...]) -> None:
         self.extensions = extensions
@@ -169,17 +172,25 @@ class LinkResolver:
             self.suffix.setdefault("/".join(parts[start:]), []).append(note_id)
         self.basename.setdefault(parts[-1], []).append(note_id)
 
+    def find_exact(self, candidates: list[str]) -> list[str]:
+        return [c for c in candidates if c in self.exact]
+
+    def find_suffix(self, candidates: list[str]) -> list[str]:
+        """Ids that end with `/` + a candidate."""
+        return [i for c in candidates for i in self.suffix.get(c, ())]
+
+    def find_basename(self, names: list[str]) -> list[str]:
+        return [i for c in names for i in self.basename.get(c, ())]
+
     def resolve(self, target: str) -> str | None:
         key = normalise_target(target)
         if not key:
             return None
         candidates = _with_extensions(key, self.extensions)
-        for candidate in candidates:
-            if candidate in self.exact:
-                return candidate
-        found = [i for c in candidates for i in self.suffix.get(c, ())]
+        found = self.find_exact(candidates)
         if found:
-            return min(found, key=_sort_key)
-        name = key.rsplit("/", 1)[-1]
-        found = [i for c in _with_extensions(name, self.extensions) for i in self.basename.get(c, ())]
+            return found[0]  # the target as written wins over the target plus an extension
+        found = self.find_suffix(candidates)
+        if not found:
+            found = self.find_basename(_with_extensions(key.rsplit("/", 1)[-1], self.extensions))
         return min(found, key=_sort_key) if found else None

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
 import yaml
+
+from ..digest import sha1_hex
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -39,7 +40,7 @@ _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
 
 def version_of(data: bytes) -> str:
     """The note's version: SHA-1 of its bytes; a missing note has the digest of the empty string."""
-    return hashlib.sha1(data).hexdigest()
+    return sha1_hex(data)
 
 
 @dataclass

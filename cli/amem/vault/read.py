@@ -72,7 +72,7 @@ def read_note(config: Any, raw_id: str, depth: int | None = None) -> dict[str, A
     data, st = _load(ref)
     index = VaultIndex(config)
     try:
-        index.refresh()
+        index.refresh(thorough=False)
         record = _note_record(index, ref, data, config.max_link_depth if depth is None else depth, {ref.id})
         last = index.last_seen(ref.id)
         index.mark_seen(ref.id, record["version"])

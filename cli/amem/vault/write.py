@@ -8,13 +8,13 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..digest import sha1_hex
 from ..errors import Conflict, InvalidId, NotFound, UsageError
 from ..output import quote
 from ..timefmt import iso, normalise, now
@@ -41,11 +41,10 @@ class UpdateResult:
 def note_lock(config: Any, target: str) -> Iterator[None]:
     """An exclusive cross-process lock for one note file, held for its whole read-modify-write."""
     import fcntl
-    import hashlib
 
     folder = config.cache_dir / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    name = hashlib.sha1(target.encode("utf-8", "surrogateescape")).hexdigest()
+    name = sha1_hex(target.encode("utf-8", "surrogateescape"))
     fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -58,7 +57,7 @@ def atomic_replace(target: str, data: bytes, mode: int | None) -> None:
     """Write `data` to a temporary file beside `target`, flush it to disk, then rename it over `target`.
     Readers see the old file or the new one, never a mix; the temporary file never outlives a failure."""
     folder, name = os.path.split(target)
-    tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.amem-tmp")
+    tmp = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.amem-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -1,0 +1,167 @@
+"""The persistent index: incremental refreshes (quick and thorough) agree with a fresh build."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from amem.config import Config
+from amem.vault.index import VaultIndex
+from tests.conftest import write_file
+
+PAST = time.time() - 3600
+
+
+def age(vault: Path) -> None:
+    """Move every note's and folder's mtime an hour back, as in a vault nobody touched this second."""
+    for path in [vault, *vault.rglob("*")]:
+        os.utime(path, (PAST, PAST), follow_symlinks=False)
+
+
+def snapshot(index: VaultIndex) -> tuple[object, ...]:
+    conn = index.conn
+    notes = conn.execute("SELECT id, title, frontmatter, problem FROM notes ORDER BY id").fetchall()
+    links = conn.execute("SELECT n.id, l.seq, l.target, l.resolved FROM links l JOIN notes n ON n.rowid = l.src "
+                         "ORDER BY n.id, l.seq").fetchall()
+    return tuple(notes), tuple(links)
+
+
+def fresh(config: Config, tmp_path: Path) -> tuple[object, ...]:
+    other = VaultIndex(config)
+    other.path = tmp_path / f"fresh-{random.random()}.sqlite"
+    other.refresh()
+    try:
+        return snapshot(other)
+    finally:
+        other.close()
+
+
+def test_quick_refresh_sees_creates_deletes_and_renames_in_old_folders(config: Config) -> None:
+    v = config.vault_root
+    write_file(v / "a/one.md", "[[two]]")
+    write_file(v / "b/two.md", "two")
+    age(v)
+    index = VaultIndex(config)
+    index.refresh(thorough=False)
+    assert index.ids() == ["a/one.md", "b/two.md"]
+    age(v)
+    index.refresh(thorough=False)
+    (v / "b/two.md").rename(v / "a/two.md")
+    write_file(v / "c/d/three.md", "[[one]]")
+    index.refresh(thorough=False)
+    assert index.ids() == ["a/one.md", "a/two.md", "c/d/three.md"]
+    assert index.backlinks("a/one.md") == ["c/d/three.md"]
+    assert index.backlinks("a/two.md") == ["a/one.md"]
+    (v / "c/d/three.md").unlink()
+    (v / "c/d").rmdir()
+    index.refresh(thorough=False)
+    assert index.ids() == ["a/one.md", "a/two.md"]
+
+
+def test_in_place_edit_of_a_recent_note_is_seen_by_the_quick_refresh(config: Config) -> None:
+    v = config.vault_root
+    path = write_file(v / "n.md", "aaaa")
+    index = VaultIndex(config)
+    index.refresh(thorough=False)
+    stat = path.stat()
+    with open(path, "r+") as handle:  # same size, and the same mtime: invisible to (mtime, size)
+        handle.write("[[x]]"[:4])
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    write_file(v / "x.md", "x")
+    index.refresh(thorough=False)
+    assert index.conn.execute("SELECT COUNT(*) FROM links").fetchone()[0] == 0  # "[[x]" is no link
+    with open(path, "r+") as handle:
+        handle.write("[[x]]")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    index.refresh(thorough=False)
+    assert index.backlinks("x.md") == ["n.md"]
+
+
+def test_thorough_refresh_sees_in_place_edits_in_unchanged_folders(config: Config) -> None:
+    v = config.vault_root
+    write_file(v / "sub/n.md", "nothing")
+    write_file(v / "t.md", "target")
+    age(v)
+    index = VaultIndex(config)
+    index.refresh()
+    index.refresh()
+    with open(v / "sub/n.md", "w") as handle:  # in place: the folder's mtime does not move
+        handle.write("now [[t]]")
+    os.utime(v / "sub", (PAST, PAST))
+    index.refresh()
+    assert index.backlinks("t.md") == ["sub/n.md"]
+
+
+def test_unreadable_and_non_utf8_notes_are_skipped_with_a_warning(config: Config,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    write_file(config.vault_root / "bad.md", b"\xff\xfe")
+    write_file(config.vault_root / "good.md", "fine")
+    index = VaultIndex(config)
+    index.refresh()
+    assert index.ids() == ["good.md"]
+    assert "skipped note 'bad.md': it is not UTF-8 text" in capsys.readouterr().err
+
+
+def test_hidden_and_excluded_folders(config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    v = config.vault_root
+    for note in ("a.md", "archive/x.md", "deep/archive/y.md", ".hidden/h.md", ".git/g.md", "node_modules/m.md",
+                 ".obsidian/o.md", "notes.txt"):
+        write_file(v / note, "x")
+    index = VaultIndex(config)
+    index.refresh()
+    assert index.ids() == ["a.md"]
+    from dataclasses import replace
+
+    index = VaultIndex(replace(config, index_hidden_dirs=True, exclude_dirs=()))
+    index.refresh()
+    assert index.ids() == [".hidden/h.md", "a.md", "archive/x.md", "deep/archive/y.md"]
+
+
+def test_corrupt_index_is_rebuilt(config: Config) -> None:
+    write_file(config.vault_root / "a.md", "[[b]]")
+    write_file(config.vault_root / "b.md", "b")
+    index = VaultIndex(config)
+    index.refresh()
+    index.close()
+    index.path.write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{index.path}{suffix}").unlink(missing_ok=True)
+    index = VaultIndex(config)
+    index.refresh()
+    assert index.backlinks("b.md") == ["a.md"]
+
+
+@pytest.mark.parametrize("thorough", [True, False])
+def test_random_edits_leave_the_index_equal_to_a_fresh_build(config: Config, tmp_path: Path,
+                                                             thorough: bool) -> None:
+    rng = random.Random(7 if thorough else 8)
+    v = config.vault_root
+    names = [f"{folder}{name}.md" for folder in ("", "a/", "a/b/", "c/") for name in ("x", "y", "z")]
+    index = VaultIndex(config)
+    for step in range(60):
+        present = sorted(p.relative_to(v).as_posix() for p in v.rglob("*.md")) if v.exists() else []
+        action = rng.choice(["create", "edit", "edit", "delete", "rename"]) if present else "create"
+        if action == "create":
+            target = rng.choice(names)
+            write_file(v / target, f"note {step} links [[{rng.choice(names)[:-3].split('/')[-1]}]]")
+        elif action == "edit":
+            path = v / rng.choice(present)
+            text = path.read_text()
+            # Same-size edits made by replacing the file, as editors and amem do.
+            new = text.replace("x", "y", 1) if "x" in text else text.replace("y", "x", 1)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(new)
+            os.replace(tmp, path)
+        elif action == "delete":
+            (v / rng.choice(present)).unlink()
+        else:
+            source = v / rng.choice(present)
+            target = v / rng.choice(names)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+        index.refresh(thorough=thorough)
+        assert snapshot(index) == fresh(config, tmp_path), (step, action)
