@@ -16,6 +16,7 @@ import pytest
 
 from amem.errors import GitError
 from amem.vault import git as amem_git
+from amem.vault.notes import version_of
 
 NAME, EMAIL = "Test User", "test@example.com"
 
@@ -249,6 +250,8 @@ def test_index_lock_held_is_retried_then_reported(vault: Path, monkeypatch: pyte
     assert result.exit_code == 6
     assert result.error["code"] == "git"
     assert "busy" in result.error["message"] and "did not commit" in result.error["message"]
+    written = result.error["written"]  # the note is written: the error says so, with its version
+    assert written["id"] == "n.md" and written["version"] == version_of((vault / "n.md").read_bytes())
     assert head(vault) == base
     assert lock.exists()  # not ours to remove
 

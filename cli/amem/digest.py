@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 try:
-    from _sha1 import sha1 as _sha1
+    from _sha1 import sha1 as _sha1  # type: ignore[import-not-found]
 except ImportError:  # an interpreter without the builtin module
     from hashlib import sha1 as _sha1
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..errors import UsageError
+from ..errors import AmemError, UsageError
 from ..output import emit
 
 
@@ -50,7 +50,12 @@ def command(app: object, note_id: str, content: str | None, mode: str, base_vers
         from ..vault.git import maybe_commit
         from ..vault.paths import resolve_note
 
-        sha = maybe_commit(config, resolve_note(config, result["id"]), f"amem: write {result['id']}", commit)
+        try:
+            sha = maybe_commit(config, resolve_note(config, result["id"]), f"amem: write {result['id']}", commit)
+        except AmemError as exc:
+            # The note is written; say so, with its new version, so the caller need not read it again.
+            exc.details["written"] = result
+            raise
         if sha:
             result["commit"] = sha
     emit(result)

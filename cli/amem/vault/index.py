@@ -461,7 +461,7 @@ class VaultIndex:
         key = normalise_target(target)
         row = self.conn.execute("SELECT resolved FROM links WHERE target = ? LIMIT 1", (key,)).fetchone()
         if row is not None:
-            return row[0]  # type: ignore[no-any-return]
+            return str(row[0]) if row[0] is not None else None
         return self._resolver().resolve(key)
 
     def backlinks(self, note_id: str) -> list[str]:

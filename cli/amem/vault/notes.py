@@ -16,7 +16,7 @@ _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _NoteLoader(_Loader):  # type: ignore[misc, valid-type]
+class _NoteLoader(_Loader):
     """Safe YAML whose timestamps stay ISO-8601 strings, so frontmatter is plain JSON data."""
 
 
