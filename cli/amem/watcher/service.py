@@ -1,0 +1,295 @@
+"""The watcher as a whole: options from config and flags, roots, the tree watcher, the debounce, the sinks.
+
+`resolve_options` applies the precedence (flags > environment > config files > defaults) for the few
+things config.py cannot know (DIR arguments, --ignore, --no-gitignore); `Watcher` runs one watch;
+`run_watch` is what `amem watch` calls: it runs until SIGINT/SIGTERM and then stops cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..config import SINK_NAMES, cache_home, state_home
+from ..errors import UsageError, WatchError
+from .debounce import Debouncer
+from .observation import SessionIds, WatchedRoot, git_toplevel, observe_path, project_name
+from .rules import IgnoreRules, is_inside
+
+Log = Callable[[str], None]
+
+NO_ROOTS = ("no folders to watch: give DIR arguments, set AGENTMEMORY_FS_WATCH_DIRS (comma-separated), "
+            "or list watch.dirs in the config")
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    roots: tuple[str, ...]
+    sinks: tuple[str, ...]
+    url: str
+    secret: str | None = None
+    project: str | None = None
+    session_id: str | None = None
+    ignore: tuple[str, ...] = ()
+    allow_binary: bool = False
+    debounce_ms: int = 500
+    use_gitignore: bool = True
+    #: amem's own folders, never observed: the vault, its state (the spool) and its cache.
+    excluded: tuple[str, ...] = ()
+    spool_dir: Path = field(default_factory=lambda: state_home() / "amem" / "spool")
+    retry_initial: float = 0.5
+    retry_max: float = 30.0
+    #: how long a stopping watcher keeps sending what is queued while the server answers
+    drain_timeout: float = 3.0
+    backend: str = "auto"
+
+
+def resolve_options(
+    config: Any,
+    *,
+    dirs: Sequence[str] = (),
+    sinks: Sequence[str] = (),
+    url: str | None = None,
+    secret: str | None = None,
+    project: str | None = None,
+    session_id: str | None = None,
+    ignore: Sequence[str] = (),
+    allow_binary: bool | None = None,
+    debounce_ms: int | None = None,
+    no_gitignore: bool = False,
+    cwd: str | None = None,
+) -> WatchOptions:
+    """Flags over the config's watch settings (which already hold environment over files)."""
+    watch = config.watch
+    base = cwd or os.getcwd()
+    # DIR arguments replace AGENTMEMORY_FS_WATCH_DIRS and watch.dirs entirely, as in the source.
+    roots = tuple(os.path.join(base, os.path.expanduser(d)) for d in dirs) if dirs else tuple(watch.dirs)
+    if not roots:
+        raise UsageError(NO_ROOTS)
+    for pattern in ignore:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"--ignore {pattern!r} is not a valid regular expression: {exc}") from None
+    for name in sinks:
+        if name not in SINK_NAMES:
+            raise UsageError(f"unknown sink {name!r} (choose from {', '.join(SINK_NAMES)})")
+
+    flag_url = _text(url)
+    effective_url = (flag_url.rstrip("/") if flag_url else None) or watch.url
+    if sinks:
+        chosen: tuple[str, ...] = tuple(dict.fromkeys(sinks))
+    elif watch.sinks:
+        chosen = tuple(dict.fromkeys(watch.sinks))
+    else:
+        chosen = ("server",) if effective_url else ("vault",)  # the spec's default
+    excluded = (str(config.vault_root), str(state_home() / "amem"), str(cache_home() / "amem"))
+    return WatchOptions(
+        roots=roots,
+        sinks=chosen,
+        url=effective_url or watch.server_url,
+        secret=_text(secret) or watch.secret,
+        project=_text(project) or watch.project,
+        session_id=_text(session_id) or watch.session_id,
+        # Ignore lists add up: a flag never un-ignores what the environment or a config file ignores.
+        ignore=tuple(dict.fromkeys((*watch.ignore, *ignore))),
+        allow_binary=watch.allow_binary if allow_binary is None else allow_binary,
+        debounce_ms=watch.debounce_ms if debounce_ms is None else debounce_ms,
+        use_gitignore=not no_gitignore,
+        excluded=excluded,
+    )
+
+
+def _text(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+@dataclass
+class WatchSummary:
+    observed: int
+    sinks: dict[str, dict[str, int]]
+    roots: list[str]
+
+    def line(self) -> str:
+        parts = [f"{self.observed} observed"]
+        for name, stats in self.sinks.items():
+            parts.append(f"{name}: " + ", ".join(f"{v} {k}" for k, v in stats.items()))
+        return "watch stopped: " + "; ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"observed": self.observed, "sinks": self.sinks, "roots": self.roots}
+
+
+class Watcher:
+    """One running watch. `start()` attaches the roots and starts the sinks; `stop()` flushes and returns
+    the summary. Observations can be followed with `on_observation` (tests, benchmarks)."""
+
+    def __init__(self, options: WatchOptions, *, config: Any, stdout: TextIO | None = None,
+                 log: Log | None = None, warn: Log | None = None) -> None:
+        from ..output import info
+        from ..output import warn as warn_line
+
+        self.options = options
+        self.config = config
+        self.log = log or info
+        self.warn = warn or warn_line
+        self.stdout = stdout
+        self.sessions = SessionIds(options.session_id)
+        self.roots: list[WatchedRoot] = []
+        self.observed = 0
+        self.on_observation: Callable[[dict[str, Any]], None] | None = None
+        self.stop_requested = threading.Event()
+        self._sinks: list[Any] = []
+        self._tree: Any = None
+        self._debouncer: Debouncer | None = None
+        self._count_lock = threading.Lock()
+        self._started = False
+
+    # --- start ----------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        from .observer import make_tree_watcher
+
+        self._tree = make_tree_watcher(self._on_path, self.warn, self.options.backend)
+        failures: list[str] = []
+        for raw in self.options.roots:
+            reason = self._attach(raw)
+            if reason:
+                failures.append(reason)
+                self.warn(f"not watching {reason}")
+        if not self.roots:
+            self._tree.stop()
+            detail = "; ".join(failures) or "none given"
+            raise WatchError(f"could not watch any of the configured roots: {detail}", reasons=failures)
+
+        self._sinks = self._make_sinks()
+        for sink in self._sinks:
+            sink.start()
+        self._debouncer = Debouncer(self.options.debounce_ms / 1000.0, self._flush,
+                                    on_error=lambda exc: self.warn(f"change not observed: {exc}"))
+        self._debouncer.start()
+        self._tree.start()
+        self._started = True
+
+        for root in self.roots:
+            self.log(f"watching {root.path} (project {root.project}, {root.folders} folder(s))"
+                     if self._tree.watch_count is not None else f"watching {root.path} (project {root.project})")
+        if self._tree.watch_count is not None:
+            self.log(f"{self._tree.watch_count} OS watch(es) in use; ignored folders are not watched")
+        self.log("observations go to " + ", ".join(s.describe() for s in self._sinks)
+                 + f"; session {self.sessions.current}")
+
+    def _attach(self, raw: str) -> str | None:
+        """Attach one root; return why it could not be, or None."""
+        path = os.path.normpath(os.path.abspath(raw))
+        if not os.path.exists(path):
+            return f"{path}: no such directory"
+        if not os.path.isdir(path):
+            return f"{path}: not a directory"
+        for other in self.roots:
+            if other.path == path:
+                return None  # given twice: once is enough
+            if is_inside(path, other.path) or is_inside(other.path, path):
+                return f"{path}: overlaps the watched root {other.path}"
+        toplevel = git_toplevel(path)
+        rules = IgnoreRules(path, patterns=self.options.ignore, use_gitignore=self.options.use_gitignore,
+                            excluded=self.options.excluded, git_toplevel=toplevel)
+        if rules.root_excluded:
+            return f"{path}: it is amem's own vault or state folder, whose changes amem makes itself"
+        root = WatchedRoot(path=path, project=self.options.project or project_name(path, toplevel), rules=rules)
+        try:
+            self._tree.add_root(root)
+        except OSError as exc:
+            return f"{path}: {exc.strerror or exc}"
+        self.roots.append(root)
+        return None
+
+    def _make_sinks(self) -> list[Any]:
+        from .sinks import ServerSink, StdoutSink, VaultSink
+        from .spool import ObservationSpool
+
+        sinks: list[Any] = []
+        for name in self.options.sinks:
+            if name == "server":
+                spool = ObservationSpool(self.options.spool_dir, self.options.url)
+                sinks.append(ServerSink(self.options.url, self.options.secret, spool, self.sessions,
+                                        log=self.log, warn=self.warn, retry_initial=self.options.retry_initial,
+                                        retry_max=self.options.retry_max))
+            elif name == "vault":
+                sinks.append(VaultSink(self.config, self.warn))
+            elif name == "stdout":
+                sinks.append(StdoutSink(self.stdout, on_closed=self.stop_requested.set))
+        return sinks
+
+    # --- the pipeline ---------------------------------------------------------------------------------
+
+    def _on_path(self, root: WatchedRoot, path: str) -> None:
+        if self._debouncer is not None:
+            self._debouncer.touch((root, path))
+        else:
+            self._flush((root, path))
+
+    def _flush(self, key: tuple[WatchedRoot, str]) -> None:
+        root, path = key
+        # The rules may have changed since the event (a .gitignore edit): ask again, as the source did.
+        if root.rules.is_path_ignored(root.rel(path)):
+            return
+        observation = observe_path(root, path, self.sessions.current, self.options.allow_binary)
+        if observation is None:
+            return
+        with self._count_lock:
+            self.observed += 1
+        for sink in self._sinks:
+            sink.deliver(observation)
+        if self.on_observation is not None:
+            self.on_observation(observation)
+
+    # --- stop -----------------------------------------------------------------------------------------
+
+    @property
+    def watch_count(self) -> int | None:
+        return self._tree.watch_count if self._tree is not None else None
+
+    def stop(self) -> WatchSummary:
+        """Stop watching, flush pending debounced changes into the sinks, close them; undelivered
+        observations stay in the spool for the next watcher."""
+        if self._started:
+            self._started = False
+            self._tree.stop()
+            if self._debouncer is not None:
+                self._debouncer.stop(flush_pending=True)
+            for sink in self._sinks:
+                sink.close(self.options.drain_timeout)
+        summary = WatchSummary(self.observed, {s.name: s.stats() for s in self._sinks},
+                               [r.path for r in self.roots])
+        return summary
+
+
+def run_watch(options: WatchOptions, *, config: Any, stdout: TextIO | None = None) -> WatchSummary:
+    """Watch until SIGINT, SIGTERM or SIGHUP (or until stdout's reader goes away), then stop cleanly."""
+    watcher = Watcher(options, config=config, stdout=stdout)
+    previous: dict[int, Any] = {}
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            number = getattr(signal, name, None)
+            if number is not None:
+                previous[number] = signal.signal(number, lambda *_: watcher.stop_requested.set())
+    try:
+        watcher.start()
+        watcher.stop_requested.wait()
+    finally:
+        summary = watcher.stop()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    watcher.log(summary.line())
+    return summary

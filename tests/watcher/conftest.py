@@ -1,0 +1,138 @@
+"""Fixtures for the watcher: isolated homes, a stand-in agentmemory server, and running watchers.
+
+Timing is polled, never slept: a loaded 2-core machine delays events, so every wait is "until this is
+true, for up to 10 s", and debounces are short (60 ms).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amem.config import load_config
+from amem.watcher.service import Watcher, resolve_options
+
+from .agentmemory_standin import StandInServer
+
+DEBOUNCE_MS = 60
+WAIT = 10.0
+
+
+@pytest.fixture(autouse=True)
+def watcher_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Own HOME and XDG folders even when this folder runs alone, and no AGENTMEMORY_* from the host."""
+    home = tmp_path / "home"
+    for sub in (".config", ".cache", ".local/state"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    for name in list(os.environ):
+        if name.startswith(("AMEM_", "AGENTMEMORY_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local/state"))
+    monkeypatch.setenv("AMEM_VAULT", str(tmp_path / "vault"))
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = WAIT, message: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {message}")
+        time.sleep(0.02)
+
+
+def settle(check: Callable[[], Any], quiet: float = 0.4) -> None:
+    """Give the watcher `quiet` seconds in which `check()` must stay true (nothing unexpected arrives)."""
+    deadline = time.monotonic() + quiet
+    while time.monotonic() < deadline:
+        assert check()
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def standin() -> Iterator[StandInServer]:
+    server = StandInServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+class RunningWatcher:
+    """A started Watcher with what it produced: observations, log lines, warnings, stdout."""
+
+    def __init__(self, watcher: Watcher, stdout: io.StringIO, logs: list[str], warnings: list[str]) -> None:
+        self.watcher = watcher
+        self.stdout = stdout
+        self.logs = logs
+        self.warnings = warnings
+        self.observations: list[dict[str, Any]] = []
+        watcher.on_observation = self.observations.append
+        self.summary: Any = None
+
+    def start(self) -> RunningWatcher:
+        self.watcher.start()
+        return self
+
+    def stop(self) -> Any:
+        if self.summary is None:
+            self.summary = self.watcher.stop()
+        return self.summary
+
+    def files(self, kind: str | None = None) -> list[str]:
+        return [o["data"]["files"][0] for o in list(self.observations)
+                if kind is None or o["data"]["changeKind"] == kind]
+
+    def wait_for(self, rel: str, kind: str = "file_change", count: int = 1) -> list[dict[str, Any]]:
+        def found() -> list[dict[str, Any]]:
+            hits = [o for o in list(self.observations)
+                    if o["data"]["files"] == [rel] and o["data"]["changeKind"] == kind]
+            return hits if len(hits) >= count else []
+
+        return wait_until(found, message=f"{kind} of {rel}")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def make_watcher() -> Iterator[Callable[..., RunningWatcher]]:
+    """make_watcher(roots, sinks=("stdout",), start=True, **flags or WatchOptions fields)."""
+    running: list[RunningWatcher] = []
+    flag_names = {"url", "secret", "project", "session_id", "ignore", "allow_binary", "debounce_ms",
+                  "no_gitignore"}
+
+    def make(roots: Any, sinks: tuple[str, ...] = ("stdout",), *, start: bool = True, cwd: str | None = None,
+             **kwargs: Any) -> RunningWatcher:
+        roots = [str(r) for r in (roots if isinstance(roots, list | tuple) else [roots])]
+        flags = {k: v for k, v in kwargs.items() if k in flag_names}
+        extra = {"retry_initial": 0.05, "retry_max": 0.2, "drain_timeout": 2.0}
+        extra.update({k: v for k, v in kwargs.items() if k not in flag_names})
+        flags.setdefault("debounce_ms", DEBOUNCE_MS)
+        config = load_config(cwd=Path(cwd) if cwd else None)
+        options = resolve_options(config, dirs=roots, sinks=sinks, **flags)
+        options = dataclasses.replace(options, **extra)
+        logs: list[str] = []
+        warnings: list[str] = []
+        out = io.StringIO()
+        handle = RunningWatcher(Watcher(options, config=config, stdout=out, log=logs.append,
+                                        warn=warnings.append), out, logs, warnings)
+        running.append(handle)
+        return handle.start() if start else handle
+
+    yield make
+    for handle in running:
+        handle.stop()
