@@ -16,11 +16,12 @@ from pathlib import Path
 
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "shi", "vo", "ze", "qua", "bri", "dor", "fen", "gal",
               "hux", "jin", "mar", "pel", "sot", "wex")
-#: Real words first (they get the highest frequencies), then made-up ones to give a long tail.
-_COMMON = ("the", "and", "auth", "token", "session", "cache", "index", "search", "memory", "agent",
-           "commit", "hook", "config", "vault", "note", "link", "query", "server", "client", "request",
-           "authentication", "authorization", "database", "migration", "deploy", "release", "review",
-           "error", "retry", "timeout", "latency", "schema", "python", "rust", "shell", "script")
+#: Stop words are in nearly every note; topic words sit at mid ranks (see `vocabulary`), as in a real vault.
+_STOPWORDS = ("the", "and", "of", "to", "in", "is", "for", "with", "on", "that", "it", "as")
+_TOPICS = ("auth", "token", "session", "cache", "index", "search", "memory", "agent", "commit", "hook",
+           "config", "vault", "note", "link", "query", "server", "client", "request", "authentication",
+           "authorization", "database", "migration", "deploy", "release", "review", "error", "retry",
+           "timeout", "latency", "schema", "python", "rust", "shell", "script")
 _CHINESE = ("用户认证令牌", "搜索索引", "会话缓存", "数据库迁移", "部署发布", "代码审查", "错误重试",
             "记忆工具", "双向链接", "配置文件", "性能测试", "中文分词", "超时处理", "日志记录")
 _FOLDERS = ("projects", "people", "daily", "notes", "research", "ops", "design", "meetings")
@@ -39,7 +40,15 @@ def _made_up_words(rng: random.Random, count: int) -> list[str]:
 def vocabulary(seed: int = 0) -> list[str]:
     """Every Latin word the generator uses, most frequent first."""
     rng = random.Random(f"vocabulary-{seed}")
-    return [*_COMMON, *_made_up_words(rng, 4000)]
+    made_up = _made_up_words(rng, 4000)
+    # Topic words at ranks 20, 40, 60, …: the first is in about half the notes, the last in a few percent.
+    words = [*_STOPWORDS, *made_up[:8]]
+    rest = iter(made_up[8:])
+    for topic in _TOPICS:
+        words.append(topic)
+        words.extend(next(rest) for _ in range(19))
+    words.extend(rest)
+    return words
 
 
 VOCABULARY = vocabulary()
