@@ -9,10 +9,12 @@ endpoints. `stop()` closes the port, so a client sees "connection refused" as fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -34,6 +36,8 @@ class StandInServer:
         self.sessions: dict[str, dict[str, Any]] = {}
         #: statuses to answer with before the normal rules apply (a 500 burst, say)
         self.forced: list[tuple[int, dict[str, Any]]] = []
+        #: called with each POSTed payload before the answer is sent (to look at the client meanwhile)
+        self.on_observe: Callable[[Any], None] | None = None
         self._recent: dict[tuple[str, str, str], float] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -151,6 +155,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(404, {"error": "not found"})
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
+        if state.on_observe is not None:
+            with contextlib.suppress(ValueError):
+                state.on_observe(json.loads(body))
         with state.lock:
             status, answer = state.observe(headers, body)
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -53,4 +54,8 @@ def command(ctx: click.Context, dirs: tuple[str, ...], sinks: tuple[str, ...], u
     except UsageError:
         sys.stderr.write(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n")
         raise
-    run_watch(options, config=app.config, stdout=sys.stdout)
+    summary = run_watch(options, config=app.config, stdout=sys.stdout)
+    if summary.stdout_closed:
+        # Nothing more can be said on stdout; keep the interpreter's final flush from complaining about it.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

@@ -76,7 +76,7 @@ class InotifyTree(TreeWatcher):
     def __init__(self, on_path: OnPath, warn: Log) -> None:
         from watchdog.observers import inotify_c as ic
 
-        self._ic = ic
+        self._ic: Any = ic  # typed loosely: the bindings' annotations differ between watchdog versions
         c = ic.InotifyConstants
         self.IN_ISDIR = c.IN_ISDIR
         self.IN_CREATE = c.IN_CREATE
@@ -258,24 +258,32 @@ class InotifyTree(TreeWatcher):
                 ready = poller.poll()  # no timeout: an idle watcher costs no CPU at all
             except InterruptedError:
                 continue
-            if any(fd == self._wake_r for fd, _ in ready):
+            stopping = any(fd == self._wake_r for fd, _ in ready)
+            # On the way out too: a change made just before SIGTERM is still read and handed on.
+            if any(fd == self._fd for fd, _ in ready) and not self._read_and_handle():
                 return
+            if stopping:
+                return
+
+    def _read_and_handle(self) -> bool:
+        """Read and handle one buffer of events; False when the inotify descriptor is unusable."""
+        try:
+            data = os.read(self._fd, 256 * 1024)
+        except (InterruptedError, BlockingIOError):
+            return True
+        except OSError:
+            return False
+        offset = 0
+        while offset + 16 <= len(data):
+            wd, mask, cookie, length = struct.unpack_from("iIII", data, offset)
+            name = data[offset + 16: offset + 16 + length].rstrip(b"\0")
+            offset += 16 + length
             try:
-                data = os.read(self._fd, 256 * 1024)
-            except InterruptedError:
-                continue
-            except OSError:
-                return
-            offset = 0
-            while offset + 16 <= len(data):
-                wd, mask, cookie, length = struct.unpack_from("iIII", data, offset)
-                name = data[offset + 16: offset + 16 + length].rstrip(b"\0")
-                offset += 16 + length
-                try:
-                    with self._lock:
-                        self._handle(wd, mask, cookie, os.fsdecode(name))
-                except Exception as exc:  # one odd event must not end the watching
-                    self.warn(f"watch event not handled: {type(exc).__name__}: {exc}")
+                with self._lock:
+                    self._handle(wd, mask, cookie, os.fsdecode(name))
+            except Exception as exc:  # one odd event must not end the watching
+                self.warn(f"watch event not handled: {type(exc).__name__}: {exc}")
+        return True
 
     def _handle(self, wd: int, mask: int, cookie: int, name: str) -> None:
         if mask & self.IN_Q_OVERFLOW:

@@ -118,6 +118,8 @@ class WatchSummary:
     observed: int
     sinks: dict[str, dict[str, int]]
     roots: list[str]
+    #: stdout's reader went away (`amem watch --sink stdout | head -1`)
+    stdout_closed: bool = False
 
     def line(self) -> str:
         parts = [f"{self.observed} observed"]
@@ -269,9 +271,8 @@ class Watcher:
                 self._debouncer.stop(flush_pending=True)
             for sink in self._sinks:
                 sink.close(self.options.drain_timeout)
-        summary = WatchSummary(self.observed, {s.name: s.stats() for s in self._sinks},
-                               [r.path for r in self.roots])
-        return summary
+        return WatchSummary(self.observed, {s.name: s.stats() for s in self._sinks}, [r.path for r in self.roots],
+                            stdout_closed=any(getattr(s, "closed", False) for s in self._sinks))
 
 
 def run_watch(options: WatchOptions, *, config: Any, stdout: TextIO | None = None) -> WatchSummary:

@@ -301,6 +301,8 @@ class ServerSink(Sink):
         return self._in_outage or not self._queue or time.monotonic() >= self._drain_deadline
 
     def _run(self) -> None:
+        import requests  # noqa: F401 - imported here, off the watcher's start-up path, not at the first send
+
         backoff = self.retry_initial
         limit_streak = 0
         while True:
