@@ -1,0 +1,30 @@
+"""amem search: ranked keyword search over the vault, or an exact title check."""
+
+from __future__ import annotations
+
+import click
+
+from ..output import emit
+
+
+@click.command("search")
+@click.argument("query", nargs=-1)
+@click.option("--limit", type=click.IntRange(min=1), metavar="N",
+              help="Return at most N hits (default: maxSearchResults, 20).")
+@click.option("--exact-title", metavar="TITLE",
+              help="List every note whose title equals TITLE, ignoring case, Unicode form and "
+                   "space/-/_ differences; no ranking. QUERY is then optional.")
+@click.pass_obj
+def command(app: object, query: tuple[str, ...], limit: int | None, exact_title: str | None) -> None:
+    """Search the vault for QUERY: words are OR-matched, prefixes match longer words, Chinese, Japanese
+    and Korean need no spaces; hits are ranked by BM25 with title, phrase and link boosts.
+
+    Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic}.
+    """
+    from ..errors import UsageError
+    from ..vault.search import search
+
+    text = " ".join(query) if query else None
+    if text is None and exact_title is None:
+        raise UsageError("search needs a QUERY or --exact-title TITLE")
+    emit(search(app.config, text, limit=limit, exact_title=exact_title))  # type: ignore[attr-defined]
