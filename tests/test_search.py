@@ -1,0 +1,472 @@
+"""amem search: ranking (against a brute-force model and as properties), a golden vault in English and
+Chinese, exact-title checks, snippets, expiry, skipped notes, excluded folders and the command line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amem.cli import run
+from amem.config import Config, load_config
+from amem.vault.search import is_expired, phrase_form, search, terms_of, word_runs
+from tests.conftest import write_file
+
+
+def ids(result: dict[str, Any]) -> list[str]:
+    return [hit["id"] for hit in result["hits"]]
+
+
+def note(title: str, body: str, extra: str = "") -> str:
+    return f"---\ntitle: {title}\n{extra}---\n{body}\n"
+
+
+# --- a brute-force model of SPEC §4 ------------------------------------------------------------------
+#
+# Computes every note's score from scratch, field by field, with none of the index's machinery (no
+# postings, no pruning), so that the index, its prefix expansion and its top-k pruning are checked
+# against the definition. The arithmetic is done in the same order as the index so floats agree exactly.
+
+K1, B = 1.2, 0.75
+HAN = re.compile(r"([\u4e00-\u9fff]+)")
+
+
+def query_words(query: str) -> list[tuple[str, bool]]:
+    words = []
+    for run_ in word_runs(query):
+        words += [(part, bool(i % 2)) for i, part in enumerate(HAN.split(run_)) if part]
+    return words
+
+
+def count(word: str, cjk: bool, tokens: list[str]) -> int:
+    if not cjk:
+        return sum(1 for t in tokens if not HAN.match(t) and t.startswith(word))
+    if len(word) <= 2:
+        return tokens.count(word)
+    return min(tokens.count(word[i:i + 2]) for i in range(len(word) - 1))
+
+
+def contains(form: str, phrase: str) -> bool:
+    if HAN.match(phrase):
+        return phrase in form
+    return re.search(r"(?:^|(?<=[ \u4e00-\u9fff]))" + re.escape(phrase), form) is not None
+
+
+def model(notes: dict[str, tuple[str, str]], links: dict[str, set[str]], query: str,
+          limit: int) -> tuple[list[tuple[str, float]], int]:
+    """notes: id → (title, body); links: id → ids it links to. Returns ranked (id, score) and total."""
+    fields = {}
+    for note_id, (title, body) in notes.items():
+        stem = note_id[:-3]
+        fields[note_id] = (terms_of(word_runs(stem))[0], terms_of(word_runs(title))[0],
+                           *terms_of(word_runs(body)))
+    n = len(notes)
+    avgdl = sum(f[3] for f in fields.values()) / n
+    c2 = K1 * B / avgdl if avgdl else 0.0
+    c1 = K1 * (1 - B) - c2 if avgdl else K1
+    words = list(dict.fromkeys(query_words(query)))
+    base: dict[str, float] = {}
+    idfs = []
+    for word, cjk in words:
+        f = {}
+        for note_id, (id_terms, title_terms, body_terms, _) in fields.items():
+            linking = [src for src in notes if src != note_id and note_id in links.get(src, set())]
+            value = 3 * (count(word, cjk, id_terms) + count(word, cjk, title_terms)) + \
+                count(word, cjk, body_terms) + sum(count(word, cjk, fields[src][0]) for src in linking)
+            if value:
+                f[note_id] = value
+        idf = math.log(1 + (n - len(f) + 0.5) / (len(f) + 0.5))
+        idfs.append(idf)
+        for note_id, value in f.items():
+            norm = c1 + c2 * (fields[note_id][3] + 1)
+            base[note_id] = base.get(note_id, 0.0) + idf * (K1 + 1) * value / (value + norm)
+    phrase_max = sum(idfs) if len(query_words(query)) >= 2 else 0.0
+    phrase = phrase_form(word_runs(query))
+    scored = {}
+    for note_id, score in base.items():
+        title, body = notes[note_id]
+        if phrase_max and (contains(phrase_form(word_runs(title)), phrase) or
+                           contains(phrase_form(word_runs(note_id[:-3])), phrase)):
+            score += phrase_max
+        elif phrase_max and contains(phrase_form(word_runs(body)), phrase):
+            score += phrase_max / 2
+        scored[note_id] = score
+    final = {}
+    for note_id, score in scored.items():
+        linking = [scored[src] for src in scored if src != note_id and note_id in links.get(src, set())]
+        final[note_id] = score + 0.15 * max(linking) if linking else score
+    ranked = sorted(final.items(), key=lambda item: (-round(item[1], 6), item[0]))
+    return [(note_id, round(score, 6)) for note_id, score in ranked[:limit]], len(final)
+
+
+VOCABULARY = ["alpha", "alphabet", "al", "beta", "betamax", "gamma", "delta", "认证", "用户认证令牌", "令牌",
+              "认", "证令", "token", "tokens"]
+IDS = ["a.md", "b.md", "x/c.md", "x/y/d.md", "alpha.md", "beta/gamma.md", "认证.md", "token-store.md"]
+_made = itertools.count()
+
+
+@st.composite
+def vaults(draw: st.DrawFn) -> tuple[dict[str, tuple[str, str]], dict[str, set[str]]]:
+    chosen = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=7, unique=True))
+    words = st.sampled_from(VOCABULARY)
+    notes, links = {}, {}
+    for note_id in chosen:
+        title = " ".join(draw(st.lists(words, min_size=1, max_size=3)))
+        body = draw(st.sampled_from([" ", "", ". "])).join(draw(st.lists(words, max_size=25)))
+        notes[note_id] = (title, body)
+        links[note_id] = set(draw(st.lists(st.sampled_from(chosen), max_size=3)))
+    return notes, links
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(vault=vaults(), query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=3).map(" ".join),
+       limit=st.integers(1, 5))
+def test_ranking_equals_the_brute_force_model(
+        isolated_env: Path, vault: tuple[dict[str, tuple[str, str]], dict[str, set[str]]], query: str,
+        limit: int) -> None:
+    notes, links = vault
+    root = isolated_env / f"model-{next(_made)}"
+    for note_id, (title, body) in notes.items():
+        targets = "".join(f" [[{target[:-3]}]]" for target in sorted(links[note_id]))
+        # Links go in a paragraph of their own: their targets are words of the body too.
+        write_file(root / note_id, note(title, f"{body}\n\n{targets}" if targets else body))
+    bodies = {note_id: (title, f"{body}\n\n{''.join(f' [[{t[:-3]}]]' for t in sorted(links[note_id]))}")
+              for note_id, (title, body) in notes.items()}
+    result = search(load_config(vault=root), query, limit=limit)
+    expected, total = model(bodies, links, query, limit)
+    assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected
+    assert (result["total"], result["truncated"]) == (total, total > limit)
+
+
+def test_ranking_equals_the_model_on_a_vault_large_enough_to_prune(isolated_env: Path) -> None:
+    """Hundreds of notes over a small vocabulary: many near-equal scores, so the top-k search has to
+    finish notes in several batches before it can stop."""
+    import random
+
+    rng = random.Random(4)
+    root = isolated_env / "large"
+    chosen = [f"{rng.choice(['', 'alpha/', 'beta/x/'])}{rng.choice(VOCABULARY)}-{i}.md" for i in range(240)]
+    notes, links = {}, {}
+    for note_id in chosen:
+        notes[note_id] = (" ".join(rng.choices(VOCABULARY, k=2)), " ".join(rng.choices(VOCABULARY, k=12)))
+        links[note_id] = set(rng.sample(chosen, 3))
+        targets = "".join(f" [[{target[:-3]}]]" for target in sorted(links[note_id]))
+        notes[note_id] = (notes[note_id][0], f"{notes[note_id][1]}\n\n{targets}")
+        write_file(root / note_id, note(*notes[note_id]))
+    config = load_config(vault=root)
+    for query in ["alpha", "beta gamma", "al", "认证 token", "用户认证令牌", "delta alphabet tokens"]:
+        for limit in (1, 3, 10):
+            result = search(config, query, limit=limit)
+            expected, total = model(notes, links, query, limit)
+            assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, (query, limit)
+            assert result["total"] == total
+
+
+# --- ranking properties ------------------------------------------------------------------------------
+
+FILLER = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
+
+
+def test_a_title_hit_outranks_a_body_hit(vault: Path, config: Config) -> None:
+    write_file(vault / "one.md", note("Kubernetes", FILLER))
+    write_file(vault / "two.md", note("Other", FILLER.replace("lorem", "kubernetes")))
+    assert ids(search(config, "kubernetes")) == ["one.md", "two.md"]
+
+
+def test_a_rarer_word_outranks_a_common_one(vault: Path, config: Config) -> None:
+    write_file(vault / "a.md", note("A", f"{FILLER} common"))
+    write_file(vault / "z.md", note("Z", f"{FILLER} rare"))
+    for i in range(5):
+        write_file(vault / f"f{i}.md", note(f"F{i}", f"{FILLER} common"))
+    assert ids(search(config, "common rare"))[0] == "z.md"
+
+
+def test_a_query_word_matches_longer_words_it_starts(vault: Path, config: Config) -> None:
+    write_file(vault / "a.md", note("A", "Authentication happens here."))
+    write_file(vault / "b.md", note("B", "OAuth is not a prefix match."))
+    assert ids(search(config, "auth")) == ["a.md"]
+
+
+def test_the_phrase_bonus_is_the_sum_of_idfs_in_the_title_and_half_in_the_body(
+        vault: Path, config: Config) -> None:
+    body_words = "token and then rotation"
+    write_file(vault / "apart.md", note("Apart", body_words))
+    write_file(vault / "body.md", note("Body", "token rotation and then"))
+    write_file(vault / "title.md", note("Token rotation", "and then nothing"))
+    write_file(vault / "other.md", note("Other", "unrelated words only"))
+    hits = {hit["id"]: hit["score"] for hit in search(config, "token rotation")["hits"]}
+    n, df = 4, 3
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    assert hits["body.md"] - hits["apart.md"] == pytest.approx(idf, abs=1e-5)  # half of 2·idf
+    assert list(hits) == ["title.md", "body.md", "apart.md"]
+
+
+def test_a_note_linked_from_a_strong_hit_gains_a_share_of_its_score(vault: Path, config: Config) -> None:
+    write_file(vault / "strong.md", note("Deploy", "deploy deploy deploy [[linked]]"))
+    write_file(vault / "linked.md", note("L", "we deploy once"))
+    write_file(vault / "plain.md", note("P", "we deploy once"))
+    write_file(vault / "unrelated.md", note("U", "nothing here [[linked]]"))
+    hits = {hit["id"]: hit["score"] for hit in search(config, "deploy")["hits"]}
+    assert list(hits) == ["strong.md", "linked.md", "plain.md"]
+    assert hits["linked.md"] - hits["plain.md"] == pytest.approx(0.15 * hits["strong.md"], abs=1e-5)
+
+
+def test_the_graph_boost_adds_no_note_that_does_not_match(vault: Path, config: Config) -> None:
+    write_file(vault / "strong.md", note("Deploy", "deploy [[unrelated]]"))
+    write_file(vault / "unrelated.md", note("U", "nothing here"))
+    result = search(config, "deploy")
+    assert ids(result) == ["strong.md"] and result["total"] == 1
+
+
+def test_a_long_cjk_word_needs_its_bigrams_together_in_one_field(vault: Path, config: Config) -> None:
+    write_file(vault / "split.md", note("认证", "证令"))  # 认证 in the title, 证令 in the body
+    write_file(vault / "whole.md", note("W", "认证令牌"))
+    result = search(config, "认证令")
+    assert ids(result) == ["whole.md"] and result["total"] == 1
+
+
+def test_backlinking_notes_ids_count_for_the_note_they_link_to(vault: Path, config: Config) -> None:
+    write_file(vault / "kubernetes-notes.md", note("K", "see [[target]]"))
+    write_file(vault / "target.md", note("Target", "nothing about it"))
+    write_file(vault / "other.md", note("Other", "nothing about it"))
+    assert ids(search(config, "kubernetes")) == ["kubernetes-notes.md", "target.md"]
+
+
+def test_equal_scores_are_ordered_by_id(vault: Path, config: Config) -> None:
+    for name in ("c", "a", "d", "b"):
+        write_file(vault / f"{name}.md", note("Same", "identical body text"))
+    result = search(config, "identical")
+    assert ids(result) == ["a.md", "b.md", "c.md", "d.md"]
+    assert len({hit["score"] for hit in result["hits"]}) == 1
+
+
+def test_limit_cuts_the_list_and_total_counts_every_match(vault: Path, config: Config) -> None:
+    for i in range(7):
+        write_file(vault / f"n{i}.md", note(f"N{i}", "match " * (i + 1)))
+    write_file(vault / "miss.md", note("Miss", "nothing"))
+    limited = search(config, "match", limit=3)
+    assert (len(limited["hits"]), limited["total"], limited["truncated"]) == (3, 7, True)
+    assert ids(limited) == ids(search(config, "match"))[:3]
+    whole = search(config, "match", limit=7)
+    assert (len(whole["hits"]), whole["total"], whole["truncated"]) == (7, 7, False)
+
+
+def test_the_default_limit_is_max_search_results(vault: Path, isolated_env: Path) -> None:
+    for i in range(5):
+        write_file(vault / f"n{i}.md", note(f"N{i}", "match"))
+    write_file(isolated_env / ".amem" / "config.yaml", "maxSearchResults: 2\n")
+    result = search(load_config(), "match")
+    assert (len(result["hits"]), result["total"], result["truncated"]) == (2, 5, True)
+
+
+# --- a golden vault ----------------------------------------------------------------------------------
+
+GOLDEN = {
+    "auth/oauth-flow.md": note("OAuth flow", "How the authorization code flow works. The client exchanges the "
+                                             "code for an access token.\n\nSee [[auth/token-rotation]]."),
+    "auth/token-rotation.md": note("Token rotation", "Rotate the refresh token every day. Auth token rotation "
+                                                     "keeps sessions safe."),
+    "notes/session-cache.md": note("Session cache", "The session cache stores tokens in memory for fast lookup."),
+    "zh/用户认证.md": note("用户认证", "用户认证令牌在登录后签发。令牌过期后需要重新认证。"),
+    "zh/搜索索引.md": note("搜索索引", "中文搜索需要分词，我们用二元组建立索引。参见 [[用户认证]]。"),
+    "mixed/auth-zh.md": note("Auth 认证 notes", "The auth token（认证令牌）is issued by the login service. "
+                                                "中英文混合的笔记。"),
+    "daily/2026-11-29.md": note("2026-11-29", "Met about search index performance. Auth token bug fixed."),
+    "archive/old-auth.md": note("Old auth", "auth token auth token auth token"),
+}
+GOLDEN_ORDER = {
+    # The id "auth/token-rotation" holds the phrase; oauth-flow has "auth" in its id and a token in its body.
+    "auth token": ["auth/token-rotation.md", "auth/oauth-flow.md", "mixed/auth-zh.md", "daily/2026-11-29.md",
+                   "notes/session-cache.md"],
+    "认证": ["zh/用户认证.md", "mixed/auth-zh.md", "zh/搜索索引.md"],
+    "令牌": ["zh/用户认证.md", "mixed/auth-zh.md"],
+    # 用户认证 does not contain 索引, but 搜索索引, whose id does, links to it.
+    "索引": ["zh/搜索索引.md", "zh/用户认证.md"],
+    "搜索 index": ["zh/搜索索引.md", "daily/2026-11-29.md", "zh/用户认证.md"],
+    "auth 认证": ["mixed/auth-zh.md", "zh/用户认证.md", "auth/token-rotation.md", "auth/oauth-flow.md",
+                "daily/2026-11-29.md", "zh/搜索索引.md"],
+    "rotation": ["auth/token-rotation.md", "auth/oauth-flow.md"],  # a link's target is text of the body
+    "session": ["notes/session-cache.md", "auth/token-rotation.md"],
+    "认": ["zh/用户认证.md", "mixed/auth-zh.md", "zh/搜索索引.md"],
+}
+
+
+@pytest.fixture
+def golden(vault: Path, config: Config) -> Config:
+    for note_id, text in GOLDEN.items():
+        write_file(vault / note_id, text)
+    return config
+
+
+@pytest.mark.parametrize("query", list(GOLDEN_ORDER))
+def test_golden_vault_order(golden: Config, query: str) -> None:
+    result = search(golden, query)
+    assert ids(result) == GOLDEN_ORDER[query]
+    assert result["total"] == len(GOLDEN_ORDER[query]) and result["truncated"] is False
+
+
+def test_golden_hit_shape_and_snippet(golden: Config) -> None:
+    result = search(golden, "令牌")
+    assert result["fused"] is False and result["semantic"] == "unavailable"
+    hit = result["hits"][0]
+    assert set(hit) == {"id", "title", "score", "backlinks", "expired", "snippet"}
+    assert hit["title"] == "用户认证" and hit["backlinks"] == ["zh/搜索索引.md"] and hit["expired"] is False
+    assert "令牌" in hit["snippet"]
+
+
+# --- snippets and expiry -----------------------------------------------------------------------------
+
+
+def test_the_snippet_is_a_short_excerpt_around_the_first_match(vault: Path, config: Config) -> None:
+    words = " ".join(f"word{i}" for i in range(200))
+    write_file(vault / "long.md", note("Long", f"{words} Needle in the middle {words}"))
+    snippet = search(config, "needle")["hits"][0]["snippet"]
+    assert "Needle in the middle" in snippet and snippet.startswith("…") and snippet.endswith("…")
+    assert len(snippet) <= 170
+    write_file(vault / "title-only.md", note("Haystack", "The body starts here."))
+    assert search(config, "haystack")["hits"][0]["snippet"] == "The body starts here."
+
+
+def test_expired_is_true_only_for_a_past_expires(vault: Path, config: Config) -> None:
+    write_file(vault / "past.md", note("Past", "memo", "expires: 2001-01-01\n"))
+    write_file(vault / "future.md", note("Future", "memo", "expires: 2999-01-01\n"))
+    write_file(vault / "none.md", note("None", "memo"))
+    write_file(vault / "odd.md", note("Odd", "memo", "expires: someday\n"))
+    expired = {hit["id"]: hit["expired"] for hit in search(config, "memo")["hits"]}
+    assert expired == {"past.md": True, "future.md": False, "none.md": False, "odd.md": False}
+
+
+def test_expiry_is_judged_in_the_configured_zone() -> None:
+    plus14 = timezone(timedelta(hours=14))
+    minus12 = timezone(timedelta(hours=-12))
+    today_far_east = datetime.now(plus14).date()
+    yesterday_there = (today_far_east - timedelta(days=1)).isoformat()
+    assert is_expired(yesterday_there, plus14) is True
+    assert is_expired(today_far_east.isoformat(), plus14) is False  # a date expires after its last day
+    assert is_expired(today_far_east.isoformat(), minus12) is False
+    assert is_expired("2001-01-01T00:00:00Z", None) is True
+    assert is_expired("2999-01-01T00:00:00", plus14) is False
+    assert is_expired(20010101, None) is False
+
+
+# --- exact title -------------------------------------------------------------------------------------
+
+
+def test_exact_title_folds_unicode_form_case_and_separators(vault: Path, config: Config) -> None:
+    write_file(vault / "nfd.md", note("Cafe\u0301 Menu", "x"))
+    write_file(vault / "seps.md", note("a-b_c", "x"))
+    write_file(vault / "upper.md", note("ÉCOLE", "x"))
+    write_file(vault / "heading.md", "# Cafe\u0301   menu\nbody\n")
+    assert ids(search(config, None, exact_title="café menu")) == ["heading.md", "nfd.md"]
+    assert ids(search(config, None, exact_title="A B C")) == ["seps.md"]
+    assert ids(search(config, None, exact_title="a--b c")) == ["seps.md"]
+    assert ids(search(config, None, exact_title="école")) == ["upper.md"]
+    assert ids(search(config, None, exact_title="abc")) == []
+
+
+def test_exact_title_lists_every_match_by_id_with_total_and_truncated(vault: Path, config: Config) -> None:
+    for name in ("z", "m", "a", "q"):
+        write_file(vault / f"{name}.md", note("Status Report", f"report {name}"))
+    write_file(vault / "other.md", note("Status Reports", "report"))
+    result = search(config, None, exact_title="status-report", limit=2)
+    assert ids(result) == ["a.md", "m.md"]
+    assert (result["total"], result["truncated"]) == (4, True)
+    assert all(hit["score"] is None for hit in result["hits"])
+
+
+# --- what is indexed ---------------------------------------------------------------------------------
+
+
+def test_excluded_and_hidden_folders_are_not_searched(vault: Path, isolated_env: Path) -> None:
+    for folder in ("", "archive/", "deep/archive/", ".hidden/", "node_modules/", ".git/", ".obsidian/", "drafts/"):
+        write_file(vault / f"{folder}n.md", note("N", "findme"))
+    assert ids(search(load_config(), "findme")) == ["drafts/n.md", "n.md"]
+    write_file(isolated_env / ".amem" / "config.yaml", "indexHiddenDirs: true\nexcludeDirs: [drafts]\n")
+    assert ids(search(load_config(), "findme")) == [".hidden/n.md", "archive/n.md", "deep/archive/n.md", "n.md"]
+
+
+def test_only_configured_extensions_are_notes(vault: Path, isolated_env: Path) -> None:
+    write_file(vault / "a.md", note("A", "findme"))
+    write_file(vault / "b.txt", "findme")
+    write_file(vault / "c.markdown", "findme")
+    assert ids(search(load_config(), "findme")) == ["a.md"]
+    write_file(isolated_env / ".amem" / "config.yaml", "extensions: ['.md', '.markdown']\n")
+    assert ids(search(load_config(), "findme")) == ["a.md", "c.markdown"]
+
+
+def test_a_note_that_is_not_utf8_is_skipped_with_a_warning(
+        vault: Path, amem: Any) -> None:
+    write_file(vault / "good.md", note("Good", "findme"))
+    write_file(vault / "bad.md", b"findme \xff\xfe\xfa")
+    result = amem("search", "findme")
+    assert result.exit_code == 0 and ids(result.json) == ["good.md"]
+    assert "bad.md" in result.stderr and "UTF-8" in result.stderr
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_note_is_skipped_with_a_warning(vault: Path, amem: Any) -> None:
+    write_file(vault / "good.md", note("Good", "findme"))
+    locked = write_file(vault / "locked.md", note("Locked", "findme"))
+    locked.chmod(0)
+    try:
+        result = amem("search", "findme")
+    finally:
+        locked.chmod(0o644)
+    assert result.exit_code == 0 and ids(result.json) == ["good.md"] and "locked.md" in result.stderr
+
+
+def test_an_empty_or_missing_vault_has_no_hits(vault: Path, config: Config) -> None:
+    assert search(config, "anything") == {"hits": [], "total": 0, "truncated": False, "fused": False,
+                                          "semantic": "unavailable"}
+    write_file(vault / "a.md", "")
+    assert search(config, "anything")["total"] == 0
+    assert search(config, "!!! ...")["total"] == 0  # no words at all
+
+
+# --- command line ------------------------------------------------------------------------------------
+
+
+def test_cli_search_prints_one_json_document(golden: Config, amem: Any) -> None:
+    result = amem("search", "auth", "token", "--limit", "2")
+    assert result.exit_code == 0
+    assert ids(result.json) == GOLDEN_ORDER["auth token"][:2] and result.json["truncated"] is True
+    assert result.stdout.count("\n") == 1
+
+
+def test_cli_exact_title_needs_no_query(golden: Config, amem: Any) -> None:
+    result = amem("search", "--exact-title", "token-ROTATION")
+    assert result.exit_code == 0 and ids(result.json) == ["auth/token-rotation.md"]
+
+
+@pytest.mark.parametrize("args", [["search"], ["search", "x", "--limit", "0"], ["search", "x", "--limit", "many"]])
+def test_cli_usage_errors(vault: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert json.loads(captured.err.strip().splitlines()[-1])["error"]["code"] == "usage"
+
+
+def test_installed_amem_searches_in_a_real_process(golden: Config, isolated_env: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "amem", "search", "认证"], cwd=isolated_env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert ids(json.loads(done.stdout)) == GOLDEN_ORDER["认证"]
+
+
+def test_search_loads_neither_watchdog_nor_requests(golden: Config, isolated_env: Path) -> None:
+    code = ("import sys, amem.cli; amem.cli.run(['search', 'auth']); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'requests')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=isolated_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
