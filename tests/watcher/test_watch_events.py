@@ -247,6 +247,24 @@ def test_no_root_attached_is_an_error(make_watcher: Make, tmp_path: Path) -> Non
     assert caught.value.exit_code == 9
 
 
+def test_the_vault_cannot_be_a_root(make_watcher: Make, tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    (vault / "notes").mkdir(parents=True)
+    with pytest.raises(WatchError) as caught:
+        make_watcher([vault / "notes"])
+    assert "amem's own vault or state folder" in caught.value.message
+
+
+def test_a_file_name_that_is_not_utf8(make_watcher: Make, tree: Path) -> None:
+    w = make_watcher(tree)
+    fd = os.open(os.fsencode(str(tree)) + b"/caf\xe9.md", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"latin-1 name")
+    os.close(fd)
+    [obs] = w.wait_for("caf\ufffd.md")
+    assert obs["data"]["absPath"] == f"{tree}/caf\ufffd.md"
+    assert json.loads(w.stdout.getvalue().splitlines()[0]) == obs
+
+
 def test_overlapping_and_repeated_roots(make_watcher: Make, tree: Path) -> None:
     (tree / "inner").mkdir()
     w = make_watcher([tree, tree, tree / "inner"])

@@ -116,3 +116,12 @@ def test_exclusions_through_a_symlinked_root(tmp_path: Path) -> None:
     link.symlink_to(real)
     rules = IgnoreRules(str(link), excluded=[str(real / "mem")])
     assert rules.is_ignored("mem", is_dir=True)
+
+
+def test_a_root_the_repository_ignores_keeps_its_files(tmp_path: Path) -> None:
+    write_file(tmp_path / ".gitignore", "generated/\n*.bak\n")
+    root = tmp_path / "generated"
+    root.mkdir()
+    rules = IgnoreRules(str(root), git_toplevel=str(tmp_path))
+    assert not rules.is_path_ignored("x.bak")
+    assert not rules.is_path_ignored("api.ts")

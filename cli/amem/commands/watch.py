@@ -40,7 +40,8 @@ def command(ctx: click.Context, dirs: tuple[str, ...], sinks: tuple[str, ...], u
     Roots come from DIR arguments, else AGENTMEMORY_FS_WATCH_DIRS, else watch.dirs. Ignored: .git,
     node_modules, dist, build, .next, .turbo, coverage, .DS_Store, *.log, *.lock, .gitignore'd paths, the
     vault and amem's own state. Secrets in previews are redacted before anything leaves the process.
-    Observations for the server are spooled on disk until it stores them. Logs go to stderr; with
+    Observations for the server are spooled on disk until it stores them (those it rejects for good, such
+    as 401, are kept in the spool's failed/ folder and not retried). Logs go to stderr; with
     --sink stdout, observations go to stdout as NDJSON. Stop with Ctrl-C or SIGTERM: pending changes are
     flushed first.
     """

@@ -248,7 +248,10 @@ def _redact_segment(segment: str) -> str:
 
 def redact_path(path: str) -> str:
     """A path with each segment redacted on its own (a file named `password=x.txt` or `ghp_….txt`), so
-    the rules see every name whole and the path keeps its shape."""
+    the rules see every name whole and the path keeps its shape. A name that is not UTF-8 shows U+FFFD
+    where its bad bytes were: JSON and the sinks need valid text."""
+    if not path.isascii():
+        path = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return "/".join(_redact_segment(segment) for segment in path.split("/"))
 
 

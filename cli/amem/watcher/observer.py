@@ -115,6 +115,7 @@ class InotifyTree(TreeWatcher):
         self._moved_away: dict[int, tuple[WatchedRoot, str, float]] = {}
         self._thread: threading.Thread | None = None
         self._limit_reported = False
+        self._failures_reported = 0
         self._closed = False
 
     @property
@@ -221,7 +222,12 @@ class InotifyTree(TreeWatcher):
                 self.warn(f"the inotify watch limit is reached; {folder} and other folders are not watched "
                           "(raise fs.inotify.max_user_watches, or ignore more folders)")
         elif exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # gone already: nothing to watch
-            self.warn(f"cannot watch {folder}: {exc.strerror}")
+            # A home folder can hold hundreds of unreadable folders: name a few, not all of them.
+            self._failures_reported += 1
+            if self._failures_reported <= 5:
+                more = " (further folders that cannot be watched are not logged)" if self._failures_reported == 5 \
+                    else ""
+                self.warn(f"cannot watch {folder}: {exc.strerror}{more}")
 
     def _reconcile(self, root: WatchedRoot, top: str) -> None:
         """After a .gitignore changed: watch what is no longer ignored, drop what now is."""

@@ -141,10 +141,20 @@ class IgnoreRules:
             if folder == top:
                 break
             folder = os.path.dirname(folder)
+        above = []
         for folder in reversed(chain):
             spec = _read_spec(os.path.join(folder, ".gitignore"))
             if spec is not None:
-                self._above.append((os.path.relpath(root, folder).replace(os.sep, "/"), spec))
+                above.append((os.path.relpath(root, folder).replace(os.sep, "/"), spec))
+        # A root that the repository itself ignores was chosen on purpose: honouring the rules above it
+        # would hide every file in it, so they are left out.
+        verdict: bool | None = None
+        for prefix, spec in above:
+            result = spec.check_file(prefix + "/")
+            if result.include is not None:
+                verdict = result.include
+        if not verdict:
+            self._above = above
 
 
 def _read_spec(path: str) -> Any:

@@ -7,6 +7,7 @@ things config.py cannot know (DIR arguments, --ignore, --no-gitignore); `Watcher
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -211,6 +212,8 @@ class Watcher:
         try:
             self._tree.add_root(root)
         except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                return f"{path}: the inotify watch limit is reached (raise fs.inotify.max_user_watches)"
             return f"{path}: {exc.strerror or exc}"
         self.roots.append(root)
         return None
@@ -251,7 +254,10 @@ class Watcher:
         with self._count_lock:
             self.observed += 1
         for sink in self._sinks:
-            sink.deliver(observation)
+            try:
+                sink.deliver(observation)
+            except Exception as exc:  # one sink's bug must not keep the observation from the others
+                self.warn(f"{sink.name} sink failed: {type(exc).__name__}: {exc}")
         if self.on_observation is not None:
             self.on_observation(observation)
 

@@ -188,7 +188,7 @@ class VaultSink(Sink):
             content = "\n\n".join(render_markdown(o) for o in observations)
             try:
                 write_note(self.config, note_id, content, mode="append")
-            except (AmemError, OSError) as exc:
+            except Exception as exc:  # the sink's thread must survive whatever the vault says
                 self.failed += len(observations)
                 if not self._failing:  # once per outage, not once per observation
                     self._failing = True
