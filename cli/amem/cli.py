@@ -61,6 +61,12 @@ class AmemGroup(click.Group):
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
+        if os.environ.get(complete_var or "_AMEM_COMPLETE"):
+            # A shell's TAB (or a request for a script): Click must answer with amem's pinned scripts
+            # and reply formats, not its own, which differ between Click releases (see completion.py).
+            from .completion import register_shells
+
+            register_shells()
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         code = _run_translating_errors(

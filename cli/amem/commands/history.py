@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
+from ..completion import complete_note_id
 from ..output import emit
 
 
 @click.command("history")
-@click.argument("note_id", metavar="ID")
+@click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N commits.")
 @click.pass_obj
 def command(app: object, note_id: str, limit: int | None) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
+from ..completion import complete_note_id
 from ..output import emit
 
 
 @click.command("read")
-@click.argument("note_id", metavar="ID")
+@click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.option("--depth", type=click.IntRange(min=0), metavar="N",
               help="Follow links this many levels deep (default: maxLinkDepth, 1).")
 @click.pass_obj

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
+from ..completion import complete_note_id
 from ..output import emit, warn
 
 
 @click.command("restore")
-@click.argument("note_id", metavar="ID")
+@click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("revision", metavar="HASH")
 @click.option("--base-version", required=True, metavar="V",
               help="The note's current version (from read or write); a stale one changes nothing.")

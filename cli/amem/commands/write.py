@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..completion import complete_note_id
 from ..errors import AmemError, UsageError
 from ..output import emit
 
@@ -23,7 +24,7 @@ def _content(argument: str | None) -> str:
 
 
 @click.command("write")
-@click.argument("note_id", metavar="ID")
+@click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("content", required=False, metavar="[CONTENT|-]")
 @click.option("--append", "mode", flag_value="append", default=True,
               help="Add CONTENT under a timestamp heading (the default).")
