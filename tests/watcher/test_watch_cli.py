@@ -111,6 +111,17 @@ def test_config_file_watch_keys_and_flags_over_them(monkeypatch: pytest.MonkeyPa
     assert flagged.sinks == ("server",) and flagged.use_gitignore is False
 
 
+def test_allow_binary_from_the_environment_and_the_flags(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    dirs = [str(tmp_path)]
+    assert resolve_options(load_config(), dirs=dirs).allow_binary is False
+    monkeypatch.setenv("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "1")
+    assert resolve_options(load_config(), dirs=dirs).allow_binary is True
+    assert resolve_options(load_config(), dirs=dirs, allow_binary=False).allow_binary is False
+    monkeypatch.setenv("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "0")
+    assert resolve_options(load_config(), dirs=dirs).allow_binary is False
+
+
 def test_amem_own_folders_are_always_excluded(tmp_path: Path) -> None:
     config = load_config()
     options = resolve_options(config, dirs=[str(tmp_path)])
@@ -154,7 +165,7 @@ def test_help_describes_every_option() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
     for option in ("--sink", "--url", "--secret", "--project", "--session-id", "--ignore", "--allow-binary",
-                   "--debounce-ms", "--no-gitignore"):
+                   "--no-allow-binary", "--debounce-ms", "--no-gitignore"):
         assert option in result.stdout
 
 

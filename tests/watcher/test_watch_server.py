@@ -222,6 +222,22 @@ def test_success_false_and_server_errors_are_retried(make_watcher: Make, tree: P
     wait_until(lambda: not spooled(standin.url), message="the spool to empty")
 
 
+def test_retries_back_off_exponentially_up_to_the_cap(make_watcher: Make, tree: Path,
+                                                      standin: StandInServer) -> None:
+    import time
+
+    arrivals: list[float] = []
+    standin.on_observe = lambda payload: arrivals.append(time.monotonic())
+    standin.forced.extend([(503, {"error": "busy"})] * 6)
+    make_watcher(tree, ("server",), url=standin.url, retry_initial=0.05, retry_max=0.2)
+    write_file(tree / "a.md", "a")
+    wait_until(standin.stored, message="delivery after six failures")
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+    assert len(gaps) == 6
+    for gap, backoff in zip(gaps, [0.05, 0.1, 0.2, 0.2, 0.2, 0.2], strict=True):
+        assert backoff * 0.9 <= gap < backoff + 2.0  # never sooner than the backoff; capped, not doubling on
+
+
 def test_a_deduplicated_answer_counts_as_delivered(make_watcher: Make, tree: Path,
                                                    standin: StandInServer) -> None:
     w = make_watcher(tree, ("server",), url=standin.url)

@@ -26,8 +26,8 @@ from ..errors import UsageError
 @click.option("--ignore", "ignore", multiple=True, metavar="REGEX",
               help="Ignore paths (relative to their root, /-separated) matching REGEX; repeatable, added to "
                    "AGENTMEMORY_FS_WATCH_IGNORE / watch.ignore.")
-@click.option("--allow-binary", is_flag=True, default=None,
-              help="Preview files of any type, not only text files.")
+@click.option("--allow-binary/--no-allow-binary", default=None,
+              help="Preview files of any type, not only text files (overrides AGENTMEMORY_FS_WATCH_ALLOW_BINARY).")
 @click.option("--debounce-ms", type=click.IntRange(min=0), metavar="MS",
               help="Quiet time per path before a change is observed (default 500).")
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files in the watched trees.")
