@@ -1,0 +1,252 @@
+"""The documentation is checked, not trusted: the completion scripts, the man page and the README's generated
+blocks must equal what the CLI generates now; every command, option, environment variable and exit code
+is documented; and every exit code in the table is produced through the CLI by a test below."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from amem import _docs
+from amem.cli import COMMANDS, cli
+from amem.errors import EXIT_CODES
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+MAN = (REPO / "man" / "amem.1").read_text(encoding="utf-8")
+REGENERATE = "out of date: run `python -m amem._docs` and commit the result"
+
+
+# --- generated files ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(_docs.generated_files(REPO)))
+def test_generated_file_is_up_to_date(path: str) -> None:
+    expected = _docs.generated_files(REPO)[path]
+    assert (REPO / path).read_text(encoding="utf-8") == expected, f"{path} is {REGENERATE}"
+
+
+def test_every_command_in_the_registry_exists() -> None:
+    # Otherwise the generated files would silently leave a command out.
+    assert [name for name, _, _ in _docs.commands()] == list(COMMANDS)
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_script_is_what_amem_prints(shell: str, isolated_env: Path) -> None:
+    env = dict(os.environ, _AMEM_COMPLETE=f"{shell}_source")
+    result = subprocess.run([sys.executable, "-m", "amem"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == (REPO / _docs.COMPLETION_FILES[shell]).read_text(encoding="utf-8")
+
+
+def test_install_puts_the_man_page_and_scripts_where_their_tools_look() -> None:
+    data_files = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    assert data_files["share/man/man1"] == [_docs.MAN_FILE]
+    installed = {path for paths in data_files.values() for path in paths}
+    assert installed == {_docs.MAN_FILE, *_docs.COMPLETION_FILES.values()}
+
+
+# --- help ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_has_help_and_help_works(name: str) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, [name, "--help"], prog_name="amem", terminal_width=_docs.HELP_WIDTH)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"Usage: amem {name} ")
+    assert runner.invoke(cli, [name, "-h"], prog_name="amem", terminal_width=_docs.HELP_WIDTH).stdout == result.stdout
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None and (command.help or "").strip() and command.get_short_help_str()
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert param.help, f"amem {name} {param.opts[0]} has no help text"
+    # The README's reference shows exactly this.
+    assert f"### `amem {name}`\n\n```text\n{result.stdout}```\n" in README
+
+
+def test_root_help_is_in_the_readme() -> None:
+    result = CliRunner().invoke(cli, ["--help"], prog_name="amem", terminal_width=_docs.HELP_WIDTH)
+    assert result.exit_code == 0
+    assert f"### `amem`\n\n```text\n{result.stdout}```\n" in README
+
+
+# --- the man page -------------------------------------------------------------------------------------
+
+
+def man_section(title: str) -> str:
+    """The text of `.SH TITLE` or `.SS "TITLE"` up to the next heading of the same or a higher level."""
+    level = ".SS" if title.startswith("amem ") else ".SH"
+    heading = f'.SS "{title}"\n' if level == ".SS" else f".SH {title}\n"
+    assert heading in MAN, f"the man page has no {heading.strip()}"
+    rest = MAN.split(heading, 1)[1]
+    stop = r"^\.S[HS] " if level == ".SS" else r"^\.SH "
+    return re.split(stop, rest, maxsplit=1, flags=re.M)[0]
+
+
+def man_text(text: str) -> str:
+    return text.replace("-", "\\-")
+
+
+def test_the_man_page_has_every_section() -> None:
+    for title in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "ENVIRONMENT", "FILES",
+                  "EXIT STATUS", "EXAMPLES"):
+        assert man_section(title).strip()
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_and_option_is_in_the_man_page(name: str) -> None:
+    section = man_section(f"amem {name}")
+    assert f"\\fBamem {name}\\fR" in man_section("SYNOPSIS")
+    ctx = next(ctx for command_name, _, ctx in _docs.commands() if command_name == name)
+    for param in ctx.command.params:
+        for opt in [*param.opts, *param.secondary_opts] if isinstance(param, click.Option) else []:
+            assert f"\\fB{man_text(opt)}\\fR" in section, f"{opt} of amem {name} is not in the man page"
+        for piece in param.get_usage_pieces(ctx):  # arguments: ID, [CONTENT|-], [DIR]...
+            assert _docs.roff(piece) in section
+
+
+def test_the_global_options_are_in_the_man_page() -> None:
+    section = man_section("OPTIONS")
+    for param in cli.params:
+        for opt in param.opts:
+            assert f"\\fB{man_text(opt)}\\fR" in section
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed (.ci/run installs it)")
+def test_the_man_page_renders_without_warnings() -> None:
+    result = subprocess.run(["groff", "-ww", "-z", "-man", str(REPO / "man" / "amem.1")], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def variables_amem_reads() -> set[str]:
+    """Every environment variable name the package's source mentions as a string."""
+    names: set[str] = set()
+    for path in (REPO / "cli" / "amem").rglob("*.py"):
+        if path.name != "_docs.py":
+            names |= set(re.findall(r"[\"']((?:_?AMEM|AGENTMEMORY|XDG)_[A-Z_]+)[\"']", path.read_text("utf-8")))
+    return names
+
+
+def test_every_environment_variable_is_documented() -> None:
+    found = variables_amem_reads()
+    assert {"AMEM_VAULT", "AGENTMEMORY_PROJECT_NAME", "XDG_STATE_HOME", "_AMEM_COMPLETE"} <= found  # the scan works
+    documented = {name for name, _ in _docs.ENVIRONMENT}
+    assert found <= documented, f"not in the man page's ENVIRONMENT: {sorted(found - documented)}"
+    environment = man_section("ENVIRONMENT")
+    for name in documented:
+        assert f"\\fB{man_text(name)}\\fR" in environment
+        assert f"`{name}`" in README or f"{name}=" in README, f"{name} is not in the README"
+
+
+def test_the_files_section_names_the_cache_and_the_spool() -> None:
+    files = man_section("FILES")
+    for fragment in ("config.yaml", "amem/vaults/", "index.sqlite", "amem/spool/", "observations/"):
+        assert man_text(fragment) in files
+
+
+# --- exit codes ---------------------------------------------------------------------------------------
+
+
+def test_every_exit_code_is_in_the_readme_and_the_man_page() -> None:
+    exit_status = man_section("EXIT STATUS")
+    for code, (status, meaning) in EXIT_CODES.items():
+        assert f"| {status} | `{code}` | {meaning} |" in README
+        assert f".TP\n\\fB{status}\\fR\n\\fB{man_text(code)}\\fR: " in exit_status
+
+
+def _internal_failure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    import amem.vault.read
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(amem.vault.read, "read_note", broken)
+    return ["read", "x"]
+
+
+def _conflict(amem: Any) -> list[str]:
+    assert amem("write", "x", "first").exit_code == 0
+    return ["write", "x", "--base-version", "0" * 40, "second"]
+
+
+def _history_without_git(amem: Any) -> list[str]:
+    assert amem("write", "x", "first").exit_code == 0
+    return ["history", "x"]
+
+
+def _config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    (tmp_path / "bad.yaml").write_text("maxLinkDepth: -1\n")
+    monkeypatch.setenv("AMEM_CONFIG", str(tmp_path / "bad.yaml"))
+    return ["read", "x"]
+
+
+#: One way to reach each exit status through the CLI: the arguments, or a setup that returns them.
+EXIT_CASES: dict[int, Any] = {
+    0: ["info"],
+    1: _internal_failure,
+    2: ["read", "--no-such-option"],
+    3: ["read", "no/such/note"],
+    4: _conflict,
+    5: ["read", "../outside"],
+    6: _history_without_git,
+    7: _config_error,
+    8: ["info", "--expect-cwd", "/no/such/folder"],
+    9: lambda tmp_path: ["watch", str(tmp_path / "no-such-root")],
+}
+
+
+def test_the_cases_cover_the_whole_table() -> None:
+    assert sorted(EXIT_CASES) == sorted(status for status, _ in EXIT_CODES.values())
+
+
+@pytest.mark.parametrize("status", sorted(EXIT_CASES))
+def test_each_exit_code_is_produced_through_the_cli(status: int, amem: Any, vault: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    case = EXIT_CASES[status]
+    if callable(case):
+        wanted = case.__code__.co_varnames[: case.__code__.co_argcount]
+        available = {"amem": amem, "tmp_path": tmp_path, "monkeypatch": monkeypatch}
+        case = case(**{name: available[name] for name in wanted})
+    result = amem(*case)
+    assert result.exit_code == status, result.stderr
+    code = next(code for code, (number, _) in EXIT_CODES.items() if number == status)
+    if status == 0:
+        assert result.stderr == "" or "warning" in result.stderr
+    else:
+        assert result.error["code"] == code
+        assert "Traceback" not in result.stderr
+
+
+# --- the README ---------------------------------------------------------------------------------------
+
+
+def test_the_readme_test_command_is_the_one_ci_runs() -> None:
+    readme = re.search(r"Install the test dependencies and run the tests:\n\n```sh\n(.+)\n```", README)
+    ci = re.search(r"^# The README's test command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
+    assert readme and ci
+    assert readme.group(1) == ci.group(1)
+
+
+def test_the_readme_shows_the_real_uses() -> None:
+    for use in ('amem search "auth token"', "| amem write notes/", "--append", "post-commit", "--base-version"):
+        assert use in README
+
+
+def test_the_changelog_lists_unreleased_changes() -> None:
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "keepachangelog.com" in changelog
+    unreleased = changelog.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
+    for name in COMMANDS:
+        assert f"`amem {name}" in unreleased, f"amem {name} is not in the changelog"
