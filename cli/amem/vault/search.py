@@ -33,13 +33,15 @@ Choices the spec leaves open:
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 import sqlite3
 import unicodedata
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -72,17 +74,30 @@ CREATE TABLE search_meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
 # --- tokenizer ---------------------------------------------------------------------------------------
 
 #: Han (with extensions and compatibility ideographs), kana, Hangul, and the iteration marks 々〆〇.
-_CJK_CHARS = ("\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff"
-              "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\U00020000-\U0003134f")
-#: Combining marks are not \w in Python, but they belong to the word they sit on (Indic vowel signs,
-#: decomposed accents that NFKC cannot compose).
+_CJK_RANGES = ((0x1100, 0x11FF), (0x3005, 0x3007), (0x3040, 0x309F), (0x30A0, 0x30FF), (0x3130, 0x318F),
+               (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA960, 0xA97F), (0xAC00, 0xD7FF),
+               (0xF900, 0xFAFF), (0x20000, 0x3134F))
+_CJK_CHARS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+_CJK_STARTS = [lo for lo, _ in _CJK_RANGES]
 _MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
           "\u0900-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f")
 _WORD = re.compile(rf"[\w{_MARKS}]+")  # used on text whose "_" became " ": one class is twice as fast
-_CJK_SPLIT = re.compile(f"([{_CJK_CHARS}]+)")
-_CJK_ONE = re.compile(f"[{_CJK_CHARS}]")
-_CJK_GAP = re.compile(f"(?<=[{_CJK_CHARS}]) (?=[{_CJK_CHARS}])")
 _TITLE_SEPARATORS = re.compile(r"[\s\-_]+")
+
+
+@functools.cache
+def _cjk_pattern(kind: str) -> re.Pattern[str]:
+    """CJK regexes, compiled on first use: their wide character classes take milliseconds to compile,
+    which an ASCII query need not pay at start-up."""
+    if kind == "split":
+        return re.compile(f"([{_CJK_CHARS}]+)")
+    return re.compile(f"(?<=[{_CJK_CHARS}]) (?=[{_CJK_CHARS}])")  # a space between two CJK characters
+
+
+def is_cjk(char: str) -> bool:
+    code = ord(char)
+    i = bisect.bisect_right(_CJK_STARTS, code) - 1
+    return i >= 0 and code <= _CJK_RANGES[i][1]
 
 
 def fold(text: str) -> str:
@@ -98,18 +113,18 @@ def word_runs(text: str) -> list[str]:
 def phrase_form(runs: Sequence[str]) -> str:
     """Runs joined by one space, with no space between two CJK characters (CJK is written unspaced)."""
     form = " ".join(runs)
-    return form if form.isascii() else _CJK_GAP.sub("", form)
+    return form if form.isascii() else _cjk_pattern("gap").sub("", form)
 
 
 def contains_phrase(form: str, phrase: str) -> bool:
     """Whether a phrase form occurs in a field's form starting at a word: after a space, a CJK character
     or the start (CJK phrases may start anywhere, as CJK words match inside runs). The last word may be
     the start of a longer word, as query words match words they are a prefix of."""
-    if _CJK_ONE.match(phrase):
+    if is_cjk(phrase[0]):
         return phrase in form
     start = form.find(phrase)
     while start >= 0:
-        if start == 0 or form[start - 1] == " " or _CJK_ONE.match(form, start - 1):
+        if start == 0 or form[start - 1] == " " or is_cjk(form[start - 1]):
             return True
         start = form.find(phrase, start + 1)
     return False
@@ -126,7 +141,7 @@ def terms_of(runs: Iterable[str]) -> tuple[list[str], int]:
             terms.append(run)
             length += 1
             continue
-        for i, part in enumerate(_CJK_SPLIT.split(run)):
+        for i, part in enumerate(_cjk_pattern("split").split(run)):
             if not part:
                 continue
             if i % 2:
@@ -312,6 +327,21 @@ def _merge(docs: array[int], tfs: array[int], removed: Iterable[int],
         docs.extend(added[0])  # the usual case: new notes have the largest rowids
         tfs.extend(added[1])
         return docs, tfs
+    if len(removed) + (len(added[0]) if added is not None else 0) <= 32:
+        # A few notes changed (the other usual case): edit in place rather than rebuild the list.
+        for doc in removed:
+            i = bisect.bisect_left(docs, doc)
+            if i < len(docs) and docs[i] == doc:
+                del docs[i]
+                del tfs[i]
+        for doc, packed in zip(*(added or ((), ())), strict=True):
+            i = bisect.bisect_left(docs, doc)
+            if i < len(docs) and docs[i] == doc:
+                tfs[i] = packed
+            else:
+                docs.insert(i, doc)
+                tfs.insert(i, packed)
+        return docs, tfs
     merged = dict(zip(docs, tfs, strict=True))
     for doc in removed:
         merged.pop(doc, None)
@@ -345,7 +375,7 @@ class _Query:
         runs = word_runs(text)
         words: list[tuple[str, bool]] = []
         for run in runs:
-            parts = [run] if run.isascii() else _CJK_SPLIT.split(run)
+            parts = [run] if run.isascii() else _cjk_pattern("split").split(run)
             words.extend((part, bool(i % 2)) for i, part in enumerate(parts) if part)
         self.count = len(words)
         self.words = list(dict.fromkeys(words))
@@ -423,6 +453,35 @@ _IN_HEAD = 1
 _IN_BODY = 2
 
 
+def _best_first(lower: dict[int, float], upper: dict[int, float], limit: int, slack: float,
+                exact: Callable[[Sequence[int]], dict[int, float]]) -> dict[int, float]:
+    """Exact scores, from `exact`, of every note that could be among the best `limit`: notes are taken by
+    `upper` bound, highest first, in growing batches, until the next one's bound plus `slack` (what
+    later stages may still add) falls below the `limit`-th exact score found (less _MARGIN, so that
+    scores rounding to the same 6 decimals are kept). `lower` bounds the exact scores from below."""
+    import heapq
+
+    floor = heapq.nlargest(limit, lower.values())[-1] if len(lower) > limit else -math.inf
+    order = sorted((doc for doc, bound in upper.items() if bound + slack >= floor - _MARGIN),
+                   key=upper.__getitem__, reverse=True)
+    done: dict[int, float] = {}
+    best: list[float] = []  # min-heap of the `limit` best exact scores so far
+    pos, batch = 0, max(2 * limit, 32)
+    while pos < len(order):
+        if len(best) == limit and upper[order[pos]] + slack < best[0] - _MARGIN:
+            break
+        chunk = order[pos:pos + batch]
+        pos += len(chunk)
+        batch *= 2
+        for doc, score in exact(chunk).items():
+            done[doc] = score
+            if len(best) < limit:
+                heapq.heappush(best, score)
+            elif score > best[0]:
+                heapq.heapreplace(best, score)
+    return done
+
+
 class _Ranker:
     """BM25F over one snapshot of the index, for one query."""
 
@@ -448,43 +507,31 @@ class _Ranker:
         self.phrase_max = sum(idfs) if self.query.count >= 2 else 0.0
         # The phrase bonus and the graph boost only add: the bonus at most phrase_max (half when only the
         # body can hold the phrase, nothing unless the note has every word), the boost at most GRAPH_BOOST
-        # × the best score. So notes are finished best bound first, in growing batches, until none left
-        # can reach the `limit`-th final score found so far; on a large vault most never need the
-        # phrase check or their links read. _MARGIN keeps notes whose score rounds to the cut-off's.
-        import heapq
-
+        # × the best score. So rather than check every note's phrase and links, the phrase is checked
+        # best bound first until no note left could reach the `limit`-th score even with the largest
+        # boost, and then the links are read best score first until none left could reach the
+        # `limit`-th final score. On a large vault most notes are never looked at twice.
         self.eligible = self._phrase_candidates() if self.phrase_max else {}
         bound = dict(base)  # base + the phrase bonus the note could get
         for doc, fields in self.eligible.items():
             bound[doc] += self.phrase_max if fields & _IN_HEAD else self.phrase_max / 2
         boost_max = GRAPH_BOOST * max(bound.values())
-        floor = heapq.nlargest(limit, base.values())[-1] if total > limit else -math.inf
-        order = sorted((doc for doc, score in bound.items() if score + boost_max >= floor - _MARGIN),
-                       key=bound.__getitem__, reverse=True)
-        final: dict[int, float] = {}
-        best: list[float] = []  # min-heap of the `limit` best final scores so far
-        pos, batch = 0, max(2 * limit, 32)
-        while pos < len(order):
-            if len(best) == limit and bound[order[pos]] + boost_max < best[0] - _MARGIN:
-                break
-            chunk = order[pos:pos + batch]
-            pos += len(chunk)
-            batch *= 2
-            for doc, score in self._finish(chunk).items():
-                final[doc] = score
-                if len(best) < limit:
-                    heapq.heappush(best, score)
-                elif score > best[0]:
-                    heapq.heapreplace(best, score)
+        scored = _best_first(base, bound, limit, boost_max, self._with_phrases)
+        unchecked = max((b for doc, b in bound.items() if doc not in scored), default=-math.inf)
+        boost_max = GRAPH_BOOST * max(max(scored.values()), unchecked)
+        final = _best_first(scored, scored, limit, boost_max, self._with_boosts)
         self._load_ids(list(final))
         ids = self.ids
         ranked = sorted(final.items(), key=lambda item: (-round(item[1], 6), ids[item[0]]))
         return ranked[:limit], total
 
-    def _finish(self, docs: Sequence[int]) -> dict[int, float]:
-        """Final scores of `docs`: base, plus the phrase bonus, plus GRAPH_BOOST × the best score (base
-        and phrase bonus) among the hits linking to each."""
+    def _with_phrases(self, docs: Sequence[int]) -> dict[int, float]:
         self._score_phrases(docs)
+        return {doc: self.scored[doc] for doc in docs}
+
+    def _with_boosts(self, docs: Sequence[int]) -> dict[int, float]:
+        """Final scores of `docs`: base and phrase bonus, plus GRAPH_BOOST × the best such score among
+        the hits linking to each."""
         base, scored = self.base, self.scored
         linking: dict[int, list[int]] = {}
         for target, src in _select_in(self.conn, "SELECT DISTINCT n.rowid, l.src FROM notes n JOIN links l "

@@ -1,0 +1,115 @@
+"""Benchmark `amem search` as users run it, whole process, side by side with `rg -i -l` on the same vault.
+
+    python tests/bench/bench_search.py [--notes 10000 50000] [--runs 10] [--work DIR]
+
+For each vault size: the cold index build (notes per second), warm searches and ripgrep over the same
+words (medians of --runs, interleaved so that both see the same machine state), a search right after one
+note changed, and the peak memory of a warm search. Vaults are generated once under --work and reused.
+The console script beside this interpreter is timed, not a shell shim in front of it, with bytecode
+caching on (PYTHONDONTWRITEBYTECODE is dropped from the environment), as in an installed amem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from make_vault import VOCABULARY, make_vault  # noqa: E402
+
+#: Topic words of several frequencies, Chinese, and a rare made-up word (rank 2000 of the vocabulary).
+QUERIES = ["auth token", "session", "migration", "认证", VOCABULARY[2000]]
+AMEM = str(Path(sys.executable).parent / "amem")
+
+
+def timed(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):  # rg exits 1 when nothing matches
+        raise SystemExit(f"{command} failed: {done.stderr.decode()}")
+    return elapsed
+
+
+def peak_rss_mib(command: list[str], env: dict[str, str]) -> float:
+    """Peak resident memory of one run, measured in a fresh parent so that no other child counts."""
+    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, env=env)
+    return int(out.stdout.strip()) / 1024
+
+
+def rg_command(query: str, vault: Path) -> list[str]:
+    patterns = [arg for word in query.split() for arg in ("-e", word)]
+    return ["rg", "-i", "-l", *patterns, str(vault)]
+
+
+def bench(n: int, runs: int, work: Path) -> dict[str, float]:
+    vault = work / f"vault-{n}"
+    if not (vault / ".complete").exists():
+        shutil.rmtree(vault, ignore_errors=True)
+        print(f"generating {n} notes …", file=sys.stderr)
+        make_vault(vault, n, seed=0)
+        (vault / ".complete").touch()  # a dot-file, not a note
+    cache = work / f"cache-{n}"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "AMEM_VAULT": str(vault)}
+    env.pop("AMEM_CONFIG", None)
+    # Users' installs keep compiled bytecode; without it every run would compile amem's sources again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+    cold = []
+    for _ in range(3):
+        shutil.rmtree(cache, ignore_errors=True)
+        cold.append(timed([AMEM, "search", "warm up"], env))
+    cold_s = statistics.median(cold)
+    print(f"\n{n} notes: cold build + first search {cold_s:.2f} s → {n / cold_s:,.0f} notes/s", flush=True)
+
+    print(f"{'query':14} {'amem warm':>10} {'rg -i -l':>10} {'ratio':>6} {'1 changed':>10} {'ratio':>6}")
+    changed_note = next(vault.rglob("note-000001.md"))
+    original = changed_note.read_text(encoding="utf-8")
+    totals = {"amem": [], "rg": [], "changed": []}
+    for query in QUERIES:
+        warm, grep, changed = [], [], []
+        timed([AMEM, "search", query], env)  # make sure the index is current
+        for i in range(runs):
+            warm.append(timed([AMEM, "search", query], env))
+            grep.append(timed(rg_command(query, vault), env))
+            changed_note.write_text(f"{original}\nedit {i} {query}\n", encoding="utf-8")
+            changed.append(timed([AMEM, "search", query], env))
+        changed_note.write_text(original, encoding="utf-8")
+        w, g, c = (statistics.median(x) * 1000 for x in (warm, grep, changed))
+        totals["amem"].append(w)
+        totals["rg"].append(g)
+        totals["changed"].append(c)
+        print(f"{query:14} {w:8.1f}ms {g:8.1f}ms {w / g:5.2f}× {c:8.1f}ms {c / w:5.2f}×", flush=True)
+    timed([AMEM, "search", "settle"], env)
+    rss = max(peak_rss_mib([AMEM, "search", query], env) for query in QUERIES)
+    w, g, c = (statistics.median(totals[k]) for k in ("amem", "rg", "changed"))
+    print(f"{'median':14} {w:8.1f}ms {g:8.1f}ms {w / g:5.2f}× {c:8.1f}ms {c / w:5.2f}×")
+    print(f"peak RSS of a warm search: {rss:.1f} MiB")
+    python_alone = statistics.median(timed([sys.executable, "-c", "pass"], env) for _ in range(runs)) * 1000
+    print(f"(for scale: `python -c pass` {python_alone:.1f} ms)")
+    return {"cold_notes_per_s": n / cold_s, "warm_ms": w, "rg_ms": g, "changed_ms": c, "rss_mib": rss}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=int, nargs="+", default=[10_000, 50_000])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-search"))
+    args = parser.parse_args()
+    if shutil.which("rg") is None:
+        raise SystemExit("ripgrep (rg) is needed: apt-get install -y ripgrep")
+    args.work.mkdir(parents=True, exist_ok=True)
+    for n in args.notes:
+        bench(n, args.runs, args.work)
+
+
+if __name__ == "__main__":
+    main()
