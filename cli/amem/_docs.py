@@ -311,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only report files that are out of date")
     parser.add_argument("--root", type=Path, default=SOURCE_ROOT, help="the source tree (default: %(default)s)")
     args = parser.parse_args(argv)
+    if not (args.root / "pyproject.toml").is_file():
+        parser.error(f"{args.root} is not an amem source tree (no pyproject.toml): pass --root")
     if args.check:
         stale = stale_files(args.root)
         for path in stale:
