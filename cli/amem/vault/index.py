@@ -203,7 +203,8 @@ class VaultIndex:
             try:
                 conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
+                # A cache: losing its last transactions to a power cut costs a rebuild, never a note.
+                conn.execute("PRAGMA synchronous=OFF")
                 row = conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone() \
                     if conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone() else None
                 if row is None or row[0] != self._settings():
