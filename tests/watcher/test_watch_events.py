@@ -247,6 +247,13 @@ def test_no_root_attached_is_an_error(make_watcher: Make, tmp_path: Path) -> Non
     assert caught.value.exit_code == 9
 
 
+def test_a_spool_that_cannot_be_created_is_a_watch_error(make_watcher: Make, tree: Path, tmp_path: Path) -> None:
+    blocker = write_file(tmp_path / "not-a-folder", "x")
+    with pytest.raises(WatchError) as caught:
+        make_watcher(tree, ("server",), url="http://127.0.0.1:9", spool_dir=blocker / "spool")
+    assert caught.value.message.startswith("cannot start the server sink: ")
+
+
 def test_the_vault_cannot_be_a_root(make_watcher: Make, tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     (vault / "notes").mkdir(parents=True)

@@ -176,7 +176,14 @@ class Watcher:
 
         self._sinks = self._make_sinks()
         for sink in self._sinks:
-            sink.start()
+            try:
+                sink.start()
+            except OSError as exc:  # e.g. the spool folder cannot be created
+                self._tree.stop()
+                for started in self._sinks[: self._sinks.index(sink)]:
+                    started.close()
+                self._sinks = []
+                raise WatchError(f"cannot start the {sink.name} sink: {exc}") from None
         self._debouncer = Debouncer(self.options.debounce_ms / 1000.0, self._flush,
                                     on_error=lambda exc: self.warn(f"change not observed: {exc}"))
         self._debouncer.start()

@@ -113,7 +113,7 @@ class ObservationSpool:
         """This watcher's spooled observations, oldest first (file names start with a ns timestamp)."""
         try:
             names = sorted(n for n in os.listdir(self.dir) if n.endswith(".json") and not n.startswith(_TMP_PREFIX))
-        except FileNotFoundError:
+        except OSError:  # not created (yet), or not creatable
             return []
         return [self.dir / n for n in names]
 
@@ -158,7 +158,7 @@ class ObservationSpool:
     def failed_count(self) -> int:
         try:
             return sum(1 for n in os.listdir(self.failed_dir) if n.endswith(".json"))
-        except FileNotFoundError:
+        except OSError:
             return 0
 
 
