@@ -88,9 +88,9 @@ class InotifyTree(TreeWatcher):
         self.IN_IGNORED = c.IN_IGNORED
         self.IN_Q_OVERFLOW = c.IN_Q_OVERFLOW
         #: What a folder's watch reports. Attribute-only changes (chmod, touch -a) are left out: they do not
-        #: change what a file says. IN_CLOSE_WRITE catches editors that write without IN_MODIFY-visible size
-        #: changes; IN_EXCL_UNLINK stops events for files already unlinked; IN_ONLYDIR refuses a file that
-        #: replaced the folder; IN_DONT_FOLLOW keeps symlinked folders out of the tree.
+        #: change what a file says. IN_CLOSE_WRITE marks the end of a save, IN_MODIFY covers writers that keep
+        #: a file open; IN_EXCL_UNLINK drops events for files already unlinked; IN_ONLYDIR refuses a file
+        #: that replaced the folder meanwhile; IN_DONT_FOLLOW keeps symlinked folders out of the tree.
         self.mask = (c.IN_CREATE | c.IN_MODIFY | c.IN_CLOSE_WRITE | c.IN_DELETE | c.IN_MOVED_FROM
                      | c.IN_MOVED_TO | c.IN_DELETE_SELF | c.IN_MOVE_SELF | c.IN_ONLYDIR | c.IN_DONT_FOLLOW
                      | c.IN_EXCL_UNLINK)
@@ -251,7 +251,8 @@ class InotifyTree(TreeWatcher):
                 self._unwatch_tree(folder)
         for folder in sorted(wanted - set(self._folder_wd)):
             if folder not in self._folder_wd:
-                self._watch_tree(root, folder, report_files=True)
+                # Its files did not change by becoming visible: watch them from now on, report nothing.
+                self._watch_tree(root, folder, report_files=False)
 
     # --- events ---------------------------------------------------------------------------------------
 

@@ -357,10 +357,14 @@ class ServerSink(Sink):
                 self._report("outage", f"cannot deliver to {self.url}: {outcome.reason}; observations are "
                                        f"spooled in {self.spool.dir} and retried (backoff up to "
                                        f"{self.retry_max:g} s)")
+                retry_at = time.monotonic() + backoff
                 with self._cond:
+                    # New observations do not cut the backoff short (they wait behind the oldest); only
+                    # closing does.
+                    while not self._should_stop() and (wait := retry_at - time.monotonic()) > 0:
+                        self._cond.wait(wait)
                     if self._should_stop():
                         return
-                    self._cond.wait(backoff)
                 backoff = min(backoff * 2, self.retry_max)
                 limit_streak = 0
 
