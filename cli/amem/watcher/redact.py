@@ -8,8 +8,6 @@ URLs, and well-known token shapes (AWS, GitHub, Slack, `sk-` API keys).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
 
 REDACTED = "[REDACTED]"
 
@@ -103,17 +101,6 @@ def redact(text: str) -> str:
     text = _QUERY_KEY.sub(
         lambda m: m.group("head") + REDACTED if is_sensitive_key(m.group("key")) else m.group(0), text)
     return text
-
-
-def redact_strings(value: Any, skip: Callable[[str], bool] = lambda key: False) -> Any:
-    """A copy of a JSON-like value with `redact` applied to every string (mapping keys stay as they are)."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: (v if skip(k) else redact_strings(v, skip)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_strings(v, skip) for v in value]
-    return value
 
 
 def _pem_replacement(match: re.Match[str]) -> str:
