@@ -257,12 +257,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split()) if any(c in text for c in "\t\r\n") else text
 
 
-def _source(shell: ShellComplete) -> str:
-    # Click prints the source with a newline of its own: without this the output (and the checked-in
-    # file, which must equal it) would end in a blank line.
-    return (shell.source_template % shell.source_vars()).rstrip("\n")
-
-
 class _WordsComplete(ShellComplete):
     """bash and zsh send every word in COMP_WORDS and the index of the one being completed."""
 
@@ -279,7 +273,7 @@ class AmemBashComplete(_WordsComplete, BashComplete):
     def source(self) -> str:
         # Click's BashComplete.source() checks the local bash version; the script is generated once and
         # checked in, so the machine that generates it says nothing about the users' bash.
-        return _source(self)
+        return ShellComplete.source(self)
 
     def format_completion(self, item: CompletionItem) -> str:
         return f"{item.type},{_one_line(item.value)}"
@@ -287,9 +281,6 @@ class AmemBashComplete(_WordsComplete, BashComplete):
 
 class AmemZshComplete(_WordsComplete, ZshComplete):
     source_template = _ZSH_SOURCE
-
-    def source(self) -> str:
-        return _source(self)
 
     def format_completion(self, item: CompletionItem) -> str:
         help_text = _one_line(item.help or "") or "_"
@@ -301,9 +292,6 @@ class AmemZshComplete(_WordsComplete, ZshComplete):
 
 class AmemFishComplete(FishComplete):
     source_template = _FISH_SOURCE
-
-    def source(self) -> str:
-        return _source(self)
 
     def get_completion_args(self) -> tuple[list[str], str]:
         # fish sends the whole line up to the cursor and, separately, the token under the cursor.
@@ -334,6 +322,7 @@ def register_shells() -> None:
 
 
 def completion_script(shell: str, cli: click.Command, prog_name: str = "amem") -> str:
-    """The completion script for `shell`, exactly as `_AMEM_COMPLETE=<shell>_source amem` prints it."""
+    """The completion script for `shell`, as `_AMEM_COMPLETE=<shell>_source amem` prints it (Click 8.4 adds
+    a blank line at the end, later releases do not)."""
     cls = _CLASSES[shell]
-    return cls(cli, {}, prog_name, COMPLETE_VAR).source() + "\n"
+    return cls(cli, {}, prog_name, COMPLETE_VAR).source()
