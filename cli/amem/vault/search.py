@@ -630,7 +630,20 @@ class _Ranker:
                     contains_phrase(phrase_form(word_runs(_id_stem(note_id))), phrase):
                 bonus[doc] = phrase_max
         body = [doc for doc in docs if eligible.get(doc, 0) & _IN_BODY and doc not in bonus]
-        for doc, form in _select_in(self.conn, "SELECT doc, form FROM search_docs WHERE doc IN ({})", body):
+        # SQLite looks for the phrase (instr, in C), so bodies are not copied into Python; only a body
+        # holding it elsewhere than at its start or after a space is read here, for a start after CJK.
+        anywhere = is_cjk(phrase[0])
+        recheck = []
+        for start in range(0, len(body), 900):
+            chunk = body[start:start + 900]
+            sql = (f"SELECT doc, instr(' ' || form, ' ' || ?) > 0 FROM search_docs "
+                   f"WHERE doc IN ({','.join('?' * len(chunk))}) AND instr(form, ?) > 0")
+            for doc, aligned in self.conn.execute(sql, [phrase, *chunk, phrase]):
+                if aligned or anywhere:
+                    bonus[doc] = phrase_max / 2
+                else:
+                    recheck.append(doc)
+        for doc, form in _select_in(self.conn, "SELECT doc, form FROM search_docs WHERE doc IN ({})", recheck):
             if contains_phrase(form, phrase):
                 bonus[doc] = phrase_max / 2
         return bonus
