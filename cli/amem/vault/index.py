@@ -370,6 +370,7 @@ class VaultIndex:
             stats.removed = len(removed)
 
         progress = _Progress(len(to_index))
+        flipped: list[str] = []  # known notes that became readable or unreadable: link targets or not now
         indexed: list[IndexedNote] = []
         parsed_links: dict[int, list[str]] = {}
         racy_before = scan.started_ns - RACY_NS
@@ -408,6 +409,10 @@ class VaultIndex:
                                      "title, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values).lastrowid
                 assert rowid is not None
             else:
+                was_readable = conn.execute("SELECT problem IS NULL FROM notes WHERE rowid = ?", (rowid,)).fetchone()[0]
+                if bool(was_readable) != (problem is None):
+                    flipped.append(note_id)
+                    id_set_changed = True
                 conn.execute("UPDATE notes SET id=?, folder=?, name=?, rid=?, mtime_ns=?, size=?, digest=?, "
                              "problem=?, title=?, frontmatter=? WHERE rowid=?", (*values, rowid))
                 for ext in extensions:
@@ -428,6 +433,8 @@ class VaultIndex:
             for note_id in to_index:
                 if note_id not in known:
                     affected |= resolution_keys(note_id, self.config.extensions)
+            for note_id in flipped:
+                affected |= resolution_keys(note_id, self.config.extensions)
             targets = sorted(affected)
             for start in range(0, len(targets), 500):
                 chunk = targets[start:start + 500]
