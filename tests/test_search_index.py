@@ -106,11 +106,12 @@ def random_note(rng: random.Random, ids: list[str]) -> str:
 # --- incremental equals fresh ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("seed", [20261129, 1, 2])
 def test_incremental_index_equals_a_fresh_build_over_random_edits(
-        vault: Path, config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(20261129)
+        vault: Path, config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    rng = random.Random(seed)
     ids: list[str] = []
-    for i in range(25):
+    for i in range(40):
         note_id = f"{rng.choice(['', 'a/', 'a/b/', 'c/'])}n{i}.md"
         write_file(vault / note_id, random_note(rng, ids))
         ids.append(note_id)
@@ -118,8 +119,11 @@ def test_incremental_index_equals_a_fresh_build_over_random_edits(
     counter = 100
     for step in range(60):
         op = rng.choice(["create", "edit", "delete", "rename", "same-size", "same-size-same-mtime", "touch",
-                         "not-utf8"])
-        if op == "create" or not ids:
+                         "not-utf8", "create", "edit", "rewrite-many"])
+        if op == "rewrite-many":  # more changes in one refresh than postings are edited in place for
+            for note_id in rng.sample(ids, min(len(ids), 36)):
+                (vault / note_id).write_text(random_note(rng, ids), encoding="utf-8")
+        elif op == "create" or not ids:
             note_id = f"{rng.choice(['', 'a/', 'd/'])}n{counter}.md"
             counter += 1
             write_file(vault / note_id, random_note(rng, ids))
@@ -165,6 +169,22 @@ def test_every_kind_of_change_shows_on_the_next_search(vault: Path, config: Conf
     os.rename(vault / "a.md", vault / "z.md")
     (vault / "c.md").unlink()
     assert [h["id"] for h in search(config, "alpha")["hits"]] == ["b.md", "z.md"]
+
+
+def test_a_note_that_stops_or_starts_being_readable_loses_or_takes_back_its_links(
+        vault: Path, config: Config) -> None:
+    write_file(vault / "x.md", "# X\nfindme\n")
+    write_file(vault / "sub/x.md", "# Sub X\nfindme\n")
+    write_file(vault / "linker.md", "# Linker\nsee [[x]]\n")
+
+    def backlinks() -> dict[str, list[str]]:
+        return {hit["id"]: hit["backlinks"] for hit in search(config, "findme")["hits"]}
+
+    assert backlinks() == {"sub/x.md": [], "x.md": ["linker.md"]}
+    (vault / "x.md").write_bytes(b"# X\n\xff findme\n")
+    assert backlinks() == {"sub/x.md": ["linker.md"]}  # [[x]] now finds the only readable x
+    (vault / "x.md").write_text("# X\nfindme again\n", encoding="utf-8")
+    assert backlinks() == {"sub/x.md": [], "x.md": ["linker.md"]}
 
 
 # --- damage and concurrency --------------------------------------------------------------------------

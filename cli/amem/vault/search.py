@@ -438,9 +438,9 @@ def _word_postings(conn: sqlite3.Connection, word: str, cjk: bool) -> dict[int, 
         values = [postings.get(doc) for postings in lists]
         if None in values:
             continue
-        packed = [v for v in values if v is not None]
-        combined = _pack(min(v & _LOW32 for v in packed), min(v >> 32 & _FIELD_MAX for v in packed),
-                         min(v >> 48 for v in packed))
+        counts = [v for v in values if v is not None]
+        combined = _pack(min(v & _LOW32 for v in counts), min(v >> 32 & _FIELD_MAX for v in counts),
+                         min(v >> 48 for v in counts))
         if combined:  # 0: the bigrams are all there, but not together in any one field
             result[doc] = combined
     return result
