@@ -43,7 +43,7 @@ def test_cjk_runs_give_characters_and_overlapping_bigrams() -> None:
 
 
 def test_cjk_is_split_from_latin_in_one_run() -> None:
-    assert terms("token认证v2") == ["token", "认", "证", "认证", "v2"]
+    assert sorted(terms("token认证v2")) == sorted(["token", "认", "证", "认证", "v2"])
 
 
 def test_japanese_and_korean_are_cjk() -> None:

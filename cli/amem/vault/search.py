@@ -36,6 +36,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
+import operator
 import re
 import sqlite3
 import unicodedata
@@ -130,27 +131,21 @@ def contains_phrase(form: str, phrase: str) -> bool:
     return False
 
 
-def terms_of(runs: Iterable[str]) -> tuple[list[str], int]:
-    """Index terms of some runs, and their length: a run without CJK is one term; a CJK stretch gives
+def terms_of(runs: Sequence[str]) -> tuple[list[str], int]:
+    """Index terms of some runs, and their length: a word without CJK is one term; a CJK stretch gives
     each character and each overlapping pair of characters, so 1- and 2-character queries find it.
     The length counts words and CJK characters."""
-    terms: list[str] = []
-    length = 0
-    for run in runs:
-        if run.isascii():
-            terms.append(run)
-            length += 1
-            continue
-        for i, part in enumerate(_cjk_pattern("split").split(run)):
-            if not part:
-                continue
-            if i % 2:
-                terms.extend(part)
-                terms.extend([part[j:j + 2] for j in range(len(part) - 1)])
-                length += len(part)
-            else:
-                terms.append(part)
-                length += 1
+    text = " ".join(runs)
+    if text.isascii():
+        return list(runs), len(runs)
+    # One split of the whole text rather than a look at every word: the work stays in C.
+    parts = _cjk_pattern("split").split(text)
+    terms: list[str] = _WORD.findall(" ".join(parts[0::2]))
+    length = len(terms)
+    for stretch in parts[1::2]:
+        terms.extend(stretch)
+        terms.extend(map(operator.add, stretch, stretch[1:]))
+        length += len(stretch)
     return terms, length
 
 
