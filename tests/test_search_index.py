@@ -16,6 +16,7 @@ import pytest
 
 from amem.config import Config, load_config
 from amem.vault import index as index_module
+from amem.vault import search as search_module
 from amem.vault.index import VaultIndex
 from amem.vault.search import phrase_form, search, terms_of, title_key, word_runs
 from tests.conftest import write_file
@@ -257,10 +258,12 @@ def test_a_slow_build_shows_progress_on_a_terminal(
         write_file(vault / f"n{i}.md", f"# note {i}\nalpha\n")
     clock = iter(range(0, 10**6, 5))
     monkeypatch.setattr(index_module.time, "monotonic", lambda: float(next(clock)))  # each look: 5 s later
+    monkeypatch.setattr(search_module, "_first_build_start", None)  # as if imported by this build
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     assert search(config, "alpha")["total"] == 300
     assert "amem: indexing 250/300 notes" in terminal.getvalue()
+    assert "amem: indexing search terms 300/300 notes\n" in terminal.getvalue()
 
 
 def test_no_progress_when_stderr_is_not_a_terminal(

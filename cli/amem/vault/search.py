@@ -39,6 +39,7 @@ import math
 import operator
 import re
 import sqlite3
+import time
 import unicodedata
 from array import array
 from collections import Counter
@@ -232,8 +233,12 @@ def add_notes(conn: sqlite3.Connection, notes: list[IndexedNote]) -> None:
             if doc < len(lens):
                 lens[doc] = 0
 
-    # In rowid order, so that every term's new postings come out ascending.
-    analysed = sorted((_Analysed(note) for note in notes), key=lambda item: item.doc)
+    progress = _Progress(len(notes))
+    analysed = []
+    for note in notes:
+        analysed.append(_Analysed(note))
+        progress.step()
+    analysed.sort(key=lambda item: item.doc)  # so that every term's new postings come out ascending
     additions: dict[str, tuple[array[int], array[int]]] = {}
     for item in analysed:
         doc = item.doc
@@ -287,6 +292,35 @@ def add_notes(conn: sqlite3.Connection, notes: list[IndexedNote]) -> None:
         lens[item.doc] = item.length + 1
     conn.executemany("INSERT INTO search_docs (doc, tids, form, title_key) VALUES (?, ?, ?, ?)", rows)
     conn.execute("INSERT OR REPLACE INTO search_meta (key, value) VALUES ('lens', ?)", (lens.tobytes(),))
+
+
+class _Progress:
+    """Progress of the search terms on stderr, as the index shows its own: only on a terminal, and only
+    once the build has taken more than a second (a cold build of a large vault). The first build in a
+    process is timed from when this module was imported, which the index does as it opens, before its
+    scan: the index's own part of a build may stay under a second while the whole takes longer."""
+
+    def __init__(self, total: int) -> None:
+        import sys
+
+        global _first_build_start
+        self.clock = time.monotonic
+        self.stream = sys.stderr
+        self.total = total
+        self.count = 0
+        self.start = self.clock() if _first_build_start is None else _first_build_start
+        _first_build_start = None
+        self.tty = total > 0 and self.stream.isatty()
+
+    def step(self) -> None:
+        self.count += 1
+        if self.tty and (self.count % 500 == 0 or self.count == self.total) and self.clock() - self.start > 1:
+            end = "\n" if self.count == self.total else ""
+            self.stream.write(f"\ramem: indexing search terms {self.count}/{self.total} notes{end}")
+            self.stream.flush()
+
+
+_first_build_start: float | None = time.monotonic()
 
 
 def _take_pending(conn: sqlite3.Connection) -> list[int]:
