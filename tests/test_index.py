@@ -165,3 +165,29 @@ def test_random_edits_leave_the_index_equal_to_a_fresh_build(config: Config, tmp
             os.replace(source, target)
         index.refresh(thorough=thorough)
         assert snapshot(index) == fresh(config, tmp_path), (step, action)
+
+
+def test_a_locked_index_is_reported_not_discarded(config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sqlite3
+
+    from amem.errors import InternalError
+
+    write_file(config.vault_root / "a.md", "a")
+    index = VaultIndex(config)
+    index.refresh()
+    index.close()
+    holder = sqlite3.connect(index.path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process in the middle of a long write
+    write_file(config.vault_root / "b.md", "b")
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real_connect(*a, **{**k, "timeout": 0.2}))
+    try:
+        with pytest.raises(InternalError, match="locked"):
+            VaultIndex(config).refresh()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert index.path.exists()
+    index = VaultIndex(config)
+    index.refresh()
+    assert index.ids() == ["a.md", "b.md"]

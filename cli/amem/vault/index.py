@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..digest import sha1_hex
+from ..errors import InternalError
 from ..output import warn
 from .links import LinkResolver, extract_links, normalise_target, resolution_keys
 from .notes import note_title, parse_note
@@ -210,10 +211,10 @@ class VaultIndex:
                 if row is None or row[0] != self._settings():
                     self._create(conn)
                 return conn
-            except sqlite3.DatabaseError:
+            except sqlite3.DatabaseError as exc:
                 # Corrupt or foreign file: the index is only a cache, so start it again.
-                if attempt == 2:
-                    raise
+                if attempt == 2 or not _is_damage(exc):
+                    raise _busy_or_same(exc) from None
                 self._discard()
         raise AssertionError("unreachable")
 
@@ -261,7 +262,9 @@ class VaultIndex:
         a note in an unchanged folder, which the next thorough refresh picks up."""
         try:
             stats = self._refresh(thorough)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                raise _busy_or_same(exc) from None
             self._discard()
             stats = self._refresh(thorough)
             stats.rebuilt = True
@@ -485,6 +488,24 @@ class VaultIndex:
 
     def mark_seen(self, note_id: str, version: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO seen (id, version) VALUES (?, ?)", (note_id, version))
+
+
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """A damaged or foreign index file, as opposed to one another process holds locked."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    return not isinstance(exc, sqlite3.OperationalError)
+
+
+def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return InternalError("the vault index is locked by another amem process that has not finished "
+                             "in 30 s; try again")
+    return exc
 
 
 class _IndexResolver(LinkResolver):
