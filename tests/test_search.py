@@ -458,8 +458,10 @@ def test_cli_usage_errors(vault: Path, args: list[str], capsys: pytest.CaptureFi
 
 
 def test_installed_amem_searches_in_a_real_process(golden: Config, isolated_env: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "amem", "search", "认证"], cwd=isolated_env, capture_output=True,
-                          text=True, timeout=60)
+    script = Path(sys.executable).parent / "amem"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "amem"]
+    done = subprocess.run([*command, "search", "认证"], cwd=isolated_env, capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode == 0, done.stderr
     assert ids(json.loads(done.stdout)) == GOLDEN_ORDER["认证"]
 
