@@ -20,7 +20,8 @@ Choices the spec leaves open:
 
 - The graph boost re-ranks notes that match; it does not add notes that contain none of the query words.
   The source tool promises that "notes linked from strong hits get a boost", and keeping `total` the
-  number of notes that match makes it mean the same with or without links.
+  number of notes that match makes it mean the same with or without links. The linking notes' scores
+  are taken before their own boosts (BM25 and phrase bonus), so boosts do not chain along links.
 - A CJK run in the query is one query word that matches notes containing all of its character bigrams
   (a single character matches that character); its count in a note is the smallest bigram count.
 - The phrase check compares the query and the field after the same folding (NFKC, case folding, words
