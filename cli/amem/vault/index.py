@@ -24,7 +24,6 @@ from ..digest import sha1_hex
 from ..errors import InternalError
 from ..output import warn
 from .links import LinkResolver, extract_links, normalise_target, resolution_keys
-from .notes import note_title, parse_note
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
 SCHEMA_VERSION = 4
@@ -276,14 +275,17 @@ class VaultIndex:
     def _refresh(self, thorough: bool) -> RefreshStats:
         scan = scan_vault(self.config) if thorough else self._quick_scan()
         stats = RefreshStats()
-        if not self._diff(scan).pending:
+        conn = self.conn
+        seen_version = conn.execute("PRAGMA data_version").fetchone()[0]
+        diff = self._diff(scan)
+        if not diff.pending:
             stats.warnings = self._problems()
             return stats
-        conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            # Another process may have refreshed while we waited for the write lock: diff again.
-            diff = self._diff(scan)
+            if conn.execute("PRAGMA data_version").fetchone()[0] != seen_version:
+                # Another process committed while we waited for the write lock: diff again.
+                diff = self._diff(scan)
             if diff.settled:
                 conn.executemany("UPDATE notes SET digest = NULL WHERE rowid = ?", [(r,) for r in diff.settled])
             if diff.removed or diff.to_index:
@@ -360,6 +362,8 @@ class VaultIndex:
 
     def _apply(self, scan: VaultScan, removed: list[tuple[int, str]], to_index: list[str],
                stats: RefreshStats) -> None:
+        from .notes import note_title, parse_note  # here, so that a refresh that changes nothing loads no YAML
+
         conn = self.conn
         extensions = _extensions()
         known = dict(conn.execute("SELECT id, rowid FROM notes"))
