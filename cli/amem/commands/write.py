@@ -14,11 +14,10 @@ from ..output import emit
 def _content(argument: str | None) -> str:
     if argument is not None and argument != "-":
         return argument
-    stdin = click.get_binary_stream("stdin")
-    if argument is None and sys.stdin is not None and sys.stdin.isatty():
+    if sys.stdin is None or (argument is None and sys.stdin.isatty()):
         raise UsageError("no content: give CONTENT as an argument, or pipe it on stdin (or pass -)")
     try:
-        return stdin.read().decode("utf-8")
+        return sys.stdin.buffer.read().decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("the content on stdin is not UTF-8 text") from None
 
