@@ -26,7 +26,7 @@ from ..output import warn
 from .links import LinkResolver, extract_links, normalise_target, resolution_keys
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
 #: A file or folder modified this shortly before a scan may change again within the file system's
 #: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
@@ -54,6 +54,7 @@ CREATE INDEX notes_folder ON notes (folder);
 CREATE INDEX notes_name ON notes (name);
 CREATE INDEX notes_rid ON notes (rid);
 CREATE INDEX notes_racy ON notes (digest) WHERE digest IS NOT NULL;
+CREATE INDEX notes_problem ON notes (problem) WHERE problem IS NOT NULL;
 CREATE TABLE links (
     src INTEGER NOT NULL,      -- notes.rowid of the linking note
     seq INTEGER NOT NULL,
@@ -327,12 +328,13 @@ class VaultIndex:
 
     def _diff(self, scan: VaultScan) -> _Diff:
         conn = self.conn
+        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
         columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
         if scan.listed is None:
             rows = conn.execute(columns).fetchall()
         else:
             # Only notes of listed or vanished folders can have changed, plus racily recent ones.
-            folders = sorted(scan.listed | (set(dict(conn.execute("SELECT path, 1 FROM dirs"))) - set(scan.dirs)))
+            folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
             rows = conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall()
             for start in range(0, len(folders), 500):
                 chunk = folders[start:start + 500]
@@ -360,7 +362,6 @@ class VaultIndex:
                 elif mtime_ns < scan.started_ns - RACY_NS:
                     diff.settled.append(row[0])  # old enough now: (mtime, size) can be trusted
         diff.to_index.extend(note_id for note_id in on_disk if note_id not in known)
-        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
         diff.dirs_changed = known_dirs != scan.dirs
         return diff
 
@@ -370,7 +371,11 @@ class VaultIndex:
 
         conn = self.conn
         extensions = _extensions()
-        known = dict(conn.execute("SELECT id, rowid FROM notes"))
+        known: dict[str, int] = {}
+        for start in range(0, len(to_index), 500):  # only the notes to index, not all 10,000 rows
+            chunk = to_index[start:start + 500]
+            known.update(conn.execute(f"SELECT id, rowid FROM notes WHERE id IN ({','.join('?' * len(chunk))})",
+                                      chunk))
         id_set_changed = bool(removed)
         if removed:
             rowids = [rowid for rowid, _ in removed]
