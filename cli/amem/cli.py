@@ -13,17 +13,9 @@ from . import __version__
 from .errors import AmemError, InternalError, UsageError
 from .output import emit_error, warn
 
-#: name → module under amem.commands; each module defines `command`. Imported only when run,
-#: so `amem read` never pays for watchdog or requests.
-COMMANDS: dict[str, str] = {
-    "read": "read",
-    "search": "search",
-    "write": "write",
-    "history": "history",
-    "restore": "restore",
-    "info": "info",
-    "watch": "watch",
-}
+#: Modules under amem.commands, each defining `command`. Imported only when run, so that
+#: `amem read` never pays for watchdog or requests.
+COMMANDS = ("read", "search", "write", "history", "restore", "info", "watch")
 
 
 class AppContext:
@@ -49,13 +41,12 @@ class AmemGroup(click.Group):
     """Commands load lazily; every failure becomes `{"error": …}` on stderr and its exit code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in COMMANDS if self._available(name)]
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module_name = COMMANDS.get(cmd_name)
-        if module_name is None or not self._available(cmd_name):
+        if cmd_name not in COMMANDS:
             return None
-        module = importlib.import_module(f"amem.commands.{module_name}")
+        module = importlib.import_module(f"amem.commands.{cmd_name}")
         command: click.Command = module.command
         return command
 
@@ -74,11 +65,6 @@ class AmemGroup(click.Group):
                                                 **extra))
         sys.exit(code)
 
-    @staticmethod
-    def _available(name: str) -> bool:
-        from importlib.util import find_spec
-
-        return find_spec(f"amem.commands.{COMMANDS[name]}") is not None
 
 
 @click.group(cls=AmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
