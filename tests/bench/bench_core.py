@@ -2,6 +2,7 @@
 
 Builds a synthetic vault (10,000 notes by default), warms the index once, then runs each command
 interleaved with the baseline so that machine noise hits all of them alike. Prints medians and ratios.
+Times the console script beside this interpreter, as `pip install .` leaves it.
 
     python tests/bench/bench_core.py [--notes 10000] [--runs 15]
 """
@@ -34,12 +35,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
 
-    amem = shutil.which("amem") or sys.exit("amem is not on PATH: pip install . first")
+    amem = str(Path(sys.executable).parent / "amem")
+    if not Path(amem).exists():
+        sys.exit(f"{amem} does not exist: pip install . first")
     work = Path(tempfile.mkdtemp(prefix="amem-bench-"))
     vault = work / "vault"
     make_vault(vault, args.notes, seed=1)
-    env = {**os.environ, "AMEM_VAULT": str(vault), "XDG_CACHE_HOME": str(work / "cache"),
-           "HOME": str(work)}
+    # Bytecode caching on, as in an installed amem (some environments set PYTHONDONTWRITEBYTECODE).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(AMEM_VAULT=str(vault), XDG_CACHE_HOME=str(work / "cache"), HOME=str(work))
     note = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md"))[args.notes // 2]
     subprocess.run([amem, "read", note], env=env, stdout=subprocess.DEVNULL, check=True)  # build the index
     time.sleep(3.5)  # let the files' mtimes age past the racy window, as in a vault not written this second
