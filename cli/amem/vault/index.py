@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import marshal
 import os
 import sqlite3
 import sys
@@ -34,6 +35,8 @@ ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
 RACY_NS = 2_000_000_000
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
+#: meta key of the marshalled ({id: (mtime_ns, size)}, {folder: mtime_ns}) a thorough refresh last stored
+_SNAPSHOT = f"snapshot-marshal-{marshal.version}"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -91,10 +94,10 @@ class RefreshStats:
 
 @dataclass
 class VaultScan:
-    """What a scan saw: notes by id as (path, mtime_ns, size), and folders by vault-relative path."""
+    """What a scan saw: notes by id as (mtime_ns, size), and folders by vault-relative path."""
 
     started_ns: int = field(default_factory=time.time_ns)
-    files: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
     dirs: dict[str, int] = field(default_factory=dict)
     #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
     listed: set[str] | None = None
@@ -106,6 +109,8 @@ class _Diff:
     to_index: list[str] = field(default_factory=list)
     settled: list[int] = field(default_factory=list)
     dirs_changed: bool = False
+    #: a thorough scan found the stored snapshot missing or different, so it is to be written again
+    snapshot_stale: bool = False
 
     @property
     def pending(self) -> bool:
@@ -156,7 +161,7 @@ class _Walker:
                         if name.lower().endswith(extensions):
                             st = entry.stat()
                             if st.st_mode & 0o170000 == 0o100000:
-                                files[rel + name] = (entry.path, st.st_mtime_ns, st.st_size)
+                                files[rel + name] = (st.st_mtime_ns, st.st_size)
                                 continue
                         if entry.is_dir(follow_symlinks=False):
                             if name in ALWAYS_SKIPPED or name in self.excluded or \
@@ -283,7 +288,7 @@ class VaultIndex:
         conn = self.conn
         seen_version = conn.execute("PRAGMA data_version").fetchone()[0]
         diff = self._diff(scan)
-        if not diff.pending:
+        if not diff.pending and not diff.snapshot_stale:
             stats.warnings = self._problems()
             return stats
         conn.execute("BEGIN IMMEDIATE")
@@ -298,6 +303,12 @@ class VaultIndex:
             if diff.dirs_changed:
                 conn.execute("DELETE FROM dirs")
                 conn.executemany("INSERT INTO dirs (path, mtime_ns) VALUES (?, ?)", scan.dirs.items())
+            if scan.listed is None:
+                # scan.files now holds exactly the (mtime, size) stored for every note (see _apply).
+                conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             (_SNAPSHOT, marshal.dumps((scan.files, scan.dirs))))
+            elif diff.pending:
+                conn.execute("DELETE FROM meta WHERE key = ?", (_SNAPSHOT,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -326,10 +337,25 @@ class VaultIndex:
                 walker.list(rel, st.st_mtime_ns, skip=known_dirs)
         return scan
 
+    def _snapshot(self) -> object:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (_SNAPSHOT,)).fetchone()
+        try:
+            return marshal.loads(row[0]) if row else None
+        except (EOFError, ValueError, TypeError):
+            return None
+
     def _diff(self, scan: VaultScan) -> _Diff:
         conn = self.conn
-        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
         columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
+        diff = _Diff()
+        if scan.listed is None:
+            if self._snapshot() == (scan.files, scan.dirs):
+                # Nothing moved since the last thorough refresh: only racily recent notes need a look.
+                # One comparison in C instead of fetching and comparing every row.
+                self._check_racy(scan, conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall(), diff)
+                return diff
+            diff.snapshot_stale = True
+        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
         if scan.listed is None:
             rows = conn.execute(columns).fetchall()
         else:
@@ -341,29 +367,32 @@ class VaultIndex:
                 rows += conn.execute(f"{columns} WHERE folder IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         known = {row[1]: row for row in rows}
         on_disk = scan.files
-        root = os.path.abspath(self.config.vault_root)
-        diff = _Diff()
+        racy = []
         for note_id, row in known.items():
             if scan.listed is None or row[5] in scan.listed or row[5] not in scan.dirs:
                 found = on_disk.get(note_id)
                 if found is None:
                     diff.removed.append((row[0], note_id))
                     continue
-                path, mtime_ns, size = found
-            else:
-                path, mtime_ns, size = os.path.join(root, note_id), row[2], row[3]
-            if row[2] != mtime_ns or row[3] != size:
-                diff.to_index.append(note_id)
-            elif row[4] is not None:
-                if _digest_of(path) != row[4]:
-                    if note_id not in on_disk:
-                        on_disk[note_id] = (path, mtime_ns, size)
-                    diff.to_index.append(note_id)  # racily clean: same (mtime, size), other content
-                elif mtime_ns < scan.started_ns - RACY_NS:
-                    diff.settled.append(row[0])  # old enough now: (mtime, size) can be trusted
+                if found != (row[2], row[3]):
+                    diff.to_index.append(note_id)
+                    continue
+            if row[4] is not None:
+                racy.append(row)
+        self._check_racy(scan, racy, diff)
         diff.to_index.extend(note_id for note_id in on_disk if note_id not in known)
         diff.dirs_changed = known_dirs != scan.dirs
         return diff
+
+    def _check_racy(self, scan: VaultScan, rows: list[Any], diff: _Diff) -> None:
+        """Notes whose (mtime, size) matched but were modified racily recently: compare their content."""
+        root = os.path.abspath(self.config.vault_root)
+        for rowid, note_id, mtime_ns, size, digest, _ in rows:
+            if _digest_of(os.path.join(root, note_id)) != digest:
+                scan.files.setdefault(note_id, (mtime_ns, size))
+                diff.to_index.append(note_id)  # racily clean: same (mtime, size), other content
+            elif mtime_ns < scan.started_ns - RACY_NS:
+                diff.settled.append(rowid)  # old enough now: (mtime, size) can be trusted
 
     def _apply(self, scan: VaultScan, removed: list[tuple[int, str]], to_index: list[str],
                stats: RefreshStats) -> None:
@@ -390,8 +419,10 @@ class VaultIndex:
         indexed: list[IndexedNote] = []
         parsed_links: dict[int, list[str]] = {}
         racy_before = scan.started_ns - RACY_NS
+        root = os.path.abspath(self.config.vault_root)
         for note_id in to_index:
-            path, mtime_ns, size = scan.files[note_id]
+            path = os.path.join(root, note_id)
+            mtime_ns, size = scan.files[note_id]
             rowid = known.get(note_id)
             if rowid is not None:
                 conn.execute("DELETE FROM links WHERE src = ?", (rowid,))
@@ -419,6 +450,7 @@ class VaultIndex:
             cut = note_id.rfind("/") + 1
             values = (note_id, note_id[:cut], note_id[cut:], note_id[::-1], mtime_ns, size, digest, problem, title,
                       frontmatter)
+            scan.files[note_id] = (mtime_ns, size)  # what is stored, for the snapshot
             if rowid is None:
                 id_set_changed = id_set_changed or problem is None
                 rowid = conn.execute("INSERT INTO notes (id, folder, name, rid, mtime_ns, size, digest, problem, "
