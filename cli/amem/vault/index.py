@@ -349,10 +349,13 @@ class VaultIndex:
         columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
         diff = _Diff()
         if scan.listed is None:
-            if self._snapshot() == (scan.files, scan.dirs):
-                # Nothing moved since the last thorough refresh: only racily recent notes need a look.
-                # One comparison in C instead of fetching and comparing every row.
+            snapshot = self._snapshot()
+            if isinstance(snapshot, tuple) and snapshot[0] == scan.files:
+                # No note moved since the last thorough refresh: only racily recent ones need a look.
+                # One comparison in C instead of fetching and comparing every row. (Folder mtimes only
+                # steer quick refreshes; a thorough one lists every folder anyway.)
                 self._check_racy(scan, conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall(), diff)
+                diff.dirs_changed = diff.snapshot_stale = snapshot[1] != scan.dirs
                 return diff
             diff.snapshot_stale = True
         known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
