@@ -17,32 +17,12 @@ import pytest
 from amem.errors import GitError
 from amem.vault import git as amem_git
 from amem.vault.notes import version_of
-
-NAME, EMAIL = "Test User", "test@example.com"
+from tests.gitrepo import commit_all, git, init_repo, set_identity
 
 
 @pytest.fixture(autouse=True)
 def identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for role in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{role}_NAME", NAME)
-        monkeypatch.setenv(f"GIT_{role}_EMAIL", EMAIL)
-
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
-    return proc.stdout.strip()
-
-
-def init_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q")
-    return path
-
-
-def commit_all(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
+    set_identity(monkeypatch)
 
 
 def head(repo: Path) -> str | None:

@@ -13,34 +13,16 @@ from typing import Any
 
 import pytest
 
-NAME, EMAIL = "Test User", "test@example.com"
+from tests.gitrepo import EMAIL, NAME, commit_all, git, init_repo, set_identity
+
 ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+08:00$")
 EMPTY_VERSION = hashlib.sha1(b"").hexdigest()
 
 
 @pytest.fixture(autouse=True)
 def identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for role in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{role}_NAME", NAME)
-        monkeypatch.setenv(f"GIT_{role}_EMAIL", EMAIL)
+    set_identity(monkeypatch)
     monkeypatch.setenv("AMEM_TZ", "+08:00")
-
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
-    return proc.stdout.strip()
-
-
-def init_repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q")
-    return path
-
-
-def commit_all(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 def commit_count(repo: Path) -> int:
