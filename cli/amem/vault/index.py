@@ -88,7 +88,6 @@ class RefreshStats:
     added: int = 0
     changed: int = 0
     removed: int = 0
-    rebuilt: bool = False
     warnings: list[str] = field(default_factory=list)
 
 
@@ -192,7 +191,6 @@ class VaultIndex:
         self.config = config
         self.path: Path = config.cache_dir / "index.sqlite"
         self._conn: sqlite3.Connection | None = None
-        self.refreshed = False
 
     # --- connection ---------------------------------------------------------------------------------
 
@@ -276,8 +274,6 @@ class VaultIndex:
                 raise _busy_or_same(exc) from None
             self._discard()
             stats = self._refresh(thorough)
-            stats.rebuilt = True
-        self.refreshed = True
         for message in stats.warnings:
             warn(message)
         return stats
