@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from amem.config import Config
-from amem.errors import Conflict, InvalidId, NotFound, UsageError
+from amem.errors import Conflict, InternalError, InvalidId, NotFound, UsageError
 from amem.vault import write as write_module
 from amem.vault.notes import parse_note, version_of
 from amem.vault.write import write_note
@@ -250,9 +250,20 @@ def test_failed_rename_leaves_no_temporary_and_no_new_folder(config: Config, mon
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(write_module.os, "replace", broken_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(InternalError) as info:
         write_note(config, "new/folder/n", "x")
-    assert not (config.vault_root / "new").exists()
+    assert info.value.message == 'cannot write note "new/folder/n.md": No space left on device'
+    assert not config.vault_root.exists()  # the folders this write made are gone again, the vault too
+
+
+@pytest.mark.parametrize("note_id", ["x.md/y", "x.md/deeper/y"])
+def test_a_file_where_a_folder_should_be_is_refused(config: Config, note_id: str) -> None:
+    write_note(config, "x", "a note")
+    with pytest.raises(InvalidId) as info:
+        write_note(config, note_id, "b")
+    assert info.value.message.endswith("a folder on its path is a file")
+    assert str(config.vault_root) not in info.value.message
+    assert [p.name for p in config.vault_root.iterdir()] == ["x.md"]
 
 
 def test_stale_temporaries_of_a_killed_writer_are_removed(config: Config) -> None:

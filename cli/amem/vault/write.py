@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..digest import sha1_hex
-from ..errors import Conflict, InvalidId, NotFound, UsageError
+from ..errors import AmemError, Conflict, InternalError, InvalidId, NotFound, UsageError
 from ..output import quote
 from ..timefmt import iso, normalise, now
 from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
@@ -115,22 +115,32 @@ def _write_target(config: Any, ref: NoteRef) -> str:
     return real
 
 
-def _make_parents(folder: str) -> list[str]:
-    """Create `folder` and any missing parents (the first write creates the vault); return those made."""
+def _make_parents(folder: str, created: list[str]) -> None:
+    """Create `folder` and any missing parents (the first write creates the vault), recording in
+    `created` each one made, so that a failed write can remove them again."""
     pending: list[str] = []
     current = folder
     while not os.path.isdir(current) and current != os.path.dirname(current):
         pending.append(current)
         current = os.path.dirname(current)
-    created: list[str] = []
     for path in reversed(pending):
         try:
             os.mkdir(path)
             created.append(path)
         except FileExistsError:
             if not os.path.isdir(path):
-                raise
-    return created
+                raise NotADirectoryError(errno.ENOTDIR, "Not a directory") from None
+
+
+def _write_failure(note_id: str, exc: OSError) -> AmemError:
+    """An OSError as amem reports it: the vault-relative id and the system's reason, never a host path."""
+    reason = "a folder on its path is a file" if exc.errno == errno.ENOTDIR else exc.strerror or type(exc).__name__
+    message = f"cannot write note {quote(note_id)}: {reason}"
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG):
+        return InvalidId(message)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return UsageError(message)
+    return InternalError(message)
 
 
 def _remove_folders(created: list[str]) -> None:
@@ -158,6 +168,8 @@ def update_note(config: Any, ref: NoteRef, transform: Callable[[bytes | None], b
             old, mode = None, None
         except IsADirectoryError:
             raise InvalidId(f"cannot write note {quote(ref.id)}: it is a folder") from None
+        except OSError as exc:
+            raise _write_failure(ref.id, exc) from None
         if old is None and require_existing:
             raise NotFound(f"cannot write note {quote(ref.id)}: no such note (--require-existing)")
         current = version_of(old or b"")
@@ -165,13 +177,15 @@ def update_note(config: Any, ref: NoteRef, transform: Callable[[bytes | None], b
             raise Conflict(f"cannot write note {quote(ref.id)}: it changed since version {base_version} "
                            f"(now {current}); read it again and retry", current_version=current)
         data = transform(old)
-        created_dirs = _make_parents(os.path.dirname(target)) if old is None else []
+        created_dirs: list[str] = []
         try:
+            if old is None:
+                _make_parents(os.path.dirname(target), created_dirs)
             atomic_replace(target, data, mode)
         except BaseException as exc:
             _remove_folders(created_dirs)
-            if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-                raise UsageError(f"cannot write note {quote(ref.id)}: {exc.strerror}") from None
+            if isinstance(exc, OSError):
+                raise _write_failure(ref.id, exc) from None
             raise
         version = version_of(data)
         _remember(config, ref.id, version)
