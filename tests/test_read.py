@@ -135,3 +135,11 @@ def test_non_utf8_note_reads_with_replacement(config: Config, capsys: pytest.Cap
     write_file(config.vault_root / "bin.md", b"caf\xe9")
     assert read_note(config, "bin")["body"] == "caf\ufffd"
     assert "not valid UTF-8" in capsys.readouterr().err
+
+
+def test_symlink_loop_is_a_clear_error_without_host_path(config: Config) -> None:
+    config.vault_root.mkdir()
+    os.symlink("loop.md", config.vault_root / "loop.md")
+    with pytest.raises(NotFound) as info:
+        read_note(config, "loop")
+    assert info.value.message == 'cannot read note "loop.md": Too many levels of symbolic links'

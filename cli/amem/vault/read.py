@@ -21,8 +21,8 @@ def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
             st = os.fstat(handle.fileno())
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise NotFound(f"cannot read note {quote(ref.id)}: no such note") from None
-    except PermissionError:
-        raise NotFound(f"cannot read note {quote(ref.id)}: permission denied") from None
+    except OSError as exc:  # permission denied, a symlink loop...: the reason, never a host path
+        raise NotFound(f"cannot read note {quote(ref.id)}: {exc.strerror or type(exc).__name__}") from None
     return data, st
 
 
