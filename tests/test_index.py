@@ -114,9 +114,7 @@ def test_hidden_and_excluded_folders(config: Config, monkeypatch: pytest.MonkeyP
     index = VaultIndex(config)
     index.refresh()
     assert index.ids() == ["a.md"]
-    from dataclasses import replace
-
-    index = VaultIndex(replace(config, index_hidden_dirs=True, exclude_dirs=()))
+    index = VaultIndex(config._replace(index_hidden_dirs=True, exclude_dirs=()))
     index.refresh()
     assert index.ids() == [".hidden/h.md", "a.md", "archive/x.md", "deep/archive/y.md"]
 

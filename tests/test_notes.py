@@ -14,7 +14,7 @@ def test_plain_frontmatter() -> None:
     note = parse_note("---\ntitle: Hello\ntags: [a, b]\n---\nBody\n")
     assert note.frontmatter == {"title": "Hello", "tags": ["a", "b"]}
     assert note.body == "Body\n"
-    assert note.warnings == []
+    assert note.warnings == ()
 
 
 def test_bom_and_crlf() -> None:

@@ -16,10 +16,9 @@ import sqlite3
 import sys
 import time
 from collections.abc import Container, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..digest import sha1_hex
 from ..errors import InternalError
@@ -72,8 +71,7 @@ CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: re
 """
 
 
-@dataclass(frozen=True)
-class IndexedNote:
+class IndexedNote(NamedTuple):
     """What extensions receive for each note added or changed during a refresh."""
 
     rowid: int
@@ -83,33 +81,32 @@ class IndexedNote:
     frontmatter: dict[str, Any]
 
 
-@dataclass
+# Plain classes rather than dataclasses: every call pays their creation at start-up.
 class RefreshStats:
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    warnings: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.added = self.changed = self.removed = 0
+        self.warnings: list[str] = []
 
 
-@dataclass
 class VaultScan:
     """What a scan saw: notes by id as (mtime_ns, size), and folders by vault-relative path."""
 
-    started_ns: int = field(default_factory=time.time_ns)
-    files: dict[str, tuple[int, int]] = field(default_factory=dict)
-    dirs: dict[str, int] = field(default_factory=dict)
-    #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
-    listed: set[str] | None = None
+    def __init__(self, listed: set[str] | None = None) -> None:
+        self.started_ns = time.time_ns()
+        self.files: dict[str, tuple[int, int]] = {}
+        self.dirs: dict[str, int] = {}
+        #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
+        self.listed = listed
 
 
-@dataclass
 class _Diff:
-    removed: list[tuple[int, str]] = field(default_factory=list)
-    to_index: list[str] = field(default_factory=list)
-    settled: list[int] = field(default_factory=list)
-    dirs_changed: bool = False
-    #: a thorough scan found the stored snapshot missing or different, so it is to be written again
-    snapshot_stale: bool = False
+    def __init__(self) -> None:
+        self.removed: list[tuple[int, str]] = []
+        self.to_index: list[str] = []
+        self.settled: list[int] = []
+        self.dirs_changed = False
+        #: a thorough scan found the stored snapshot missing or different, so it is to be written again
+        self.snapshot_stale = False
 
     @property
     def pending(self) -> bool:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _LINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
 _BACKTICKS = re.compile(r"`+")
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     target: str
     alias: str | None = None
     heading: str | None = None

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import base64
 import re
-from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -43,13 +42,12 @@ def version_of(data: bytes) -> str:
     return sha1_hex(data)
 
 
-@dataclass
-class ParsedNote:
+class ParsedNote(NamedTuple):
     frontmatter: dict[str, Any]
     body: str
     #: the frontmatter block as written (without the --- lines); None when the note has none
     frontmatter_text: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
 
 
 def _jsonable(value: Any) -> Any:
@@ -92,13 +90,13 @@ def _load_block(text: str, block: str, body: str, note_id: str) -> ParsedNote:
         data = yaml.load(block, Loader=_NoteLoader)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
-        return ParsedNote({}, text, None, [f"malformed frontmatter{where} ({problem}); read as body"])
+        return ParsedNote({}, text, None, (f"malformed frontmatter{where} ({problem}); read as body",))
     except RecursionError:
-        return ParsedNote({}, text, None, [f"malformed frontmatter{where} (too deeply nested); read as body"])
+        return ParsedNote({}, text, None, (f"malformed frontmatter{where} (too deeply nested); read as body",))
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return ParsedNote({}, text, None, [f"frontmatter{where} is not a mapping; read as body"])
+        return ParsedNote({}, text, None, (f"frontmatter{where} is not a mapping; read as body",))
     return ParsedNote(_jsonable(data), body, block)
 
 

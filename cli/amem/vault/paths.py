@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import InvalidId
 from ..output import quote
@@ -16,8 +16,7 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 _TYPE_SUFFIX = re.compile(r"^\.[A-Za-z][A-Za-z0-9]*$")
 
 
-@dataclass(frozen=True)
-class NoteRef:
+class NoteRef(NamedTuple):
     """A validated note: its vault-relative id (with extension) and its lexical path in the vault."""
 
     id: str

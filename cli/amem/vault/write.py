@@ -10,9 +10,8 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..digest import sha1_hex
 from ..errors import AmemError, Conflict, InternalError, InvalidId, NotFound, UsageError
@@ -25,8 +24,7 @@ _HEADING_START = re.compile(r"^#{1,6}[ \t]")
 _LIFECYCLE = ("created", "updated")
 
 
-@dataclass(frozen=True)
-class UpdateResult:
+class UpdateResult(NamedTuple):
     id: str
     path: Path
     version: str
