@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..completion import complete_note_id
 from ..output import emit
+from . import complete_note_id
 
 
 @click.command("history")

@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from ..completion import complete_note_id
 from ..errors import AmemError, UsageError
 from ..output import emit
+from . import complete_note_id
 
 
 def _content(argument: str | None) -> str:

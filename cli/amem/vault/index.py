@@ -113,11 +113,16 @@ class _Diff:
         return bool(self.removed or self.to_index or self.settled or self.dirs_changed)
 
 
-def _extensions() -> tuple[ModuleType, ...]:
-    """Modules keeping tables in the index; each has SCHEMA, add_notes(conn, notes), remove_notes(conn, rowids)."""
-    from . import search  # imported here: search imports this module
+#: Modules keeping tables in the index, named here so that opening the index need not import them.
+_EXTENSION_MODULES = ("amem.vault.search",)
 
-    return (search,)
+
+def _extensions() -> tuple[ModuleType, ...]:
+    """Modules keeping tables in the index; each has SCHEMA, add_notes(conn, notes), remove_notes(conn, rowids).
+    Imported on first use: a refresh that changes nothing never needs them."""
+    import importlib
+
+    return tuple(importlib.import_module(name) for name in _EXTENSION_MODULES)
 
 
 class _Walker:
@@ -200,7 +205,7 @@ class VaultIndex:
     def _settings(self) -> str:
         c = self.config
         return json.dumps([SCHEMA_VERSION, os.path.realpath(c.vault_root), list(c.extensions),
-                           list(c.exclude_dirs), c.index_hidden_dirs, [m.__name__ for m in _extensions()]])
+                           list(c.exclude_dirs), c.index_hidden_dirs, list(_EXTENSION_MODULES)])
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
