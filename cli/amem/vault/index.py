@@ -15,7 +15,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -343,29 +343,32 @@ class VaultIndex:
             return None
 
     def _diff(self, scan: VaultScan) -> _Diff:
+        """What the scan shows changed since the index was written. Only the rows that can differ are
+        fetched: those of the notes whose (mtime, size) differ from the last thorough refresh's snapshot
+        (thorough), or of the folders that were listed again or vanished (quick); plus, always, the
+        racily recent notes, whose content is compared."""
         conn = self.conn
         columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
         diff = _Diff()
-        if scan.listed is None:
-            snapshot = self._snapshot()
-            if isinstance(snapshot, tuple) and snapshot[0] == scan.files:
-                # No note moved since the last thorough refresh: only racily recent ones need a look.
-                # One comparison in C instead of fetching and comparing every row. (Folder mtimes only
-                # steer quick refreshes; a thorough one lists every folder anyway.)
-                self._check_racy(scan, conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall(), diff)
-                diff.dirs_changed = diff.snapshot_stale = snapshot[1] != scan.dirs
-                return diff
-            diff.snapshot_stale = True
-        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
-        if scan.listed is None:
-            rows = conn.execute(columns).fetchall()
+        rows = conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall()
+        candidates: Iterable[str] = scan.files
+        snapshot = self._snapshot() if scan.listed is None else None
+        if isinstance(snapshot, tuple):
+            # Folder mtimes only steer quick refreshes; a thorough one lists every folder anyway.
+            known_files, known_dirs = snapshot
+            files = scan.files
+            candidates = [i for i, seen in files.items() if known_files.get(i) != seen]
+            candidates += [i for i in known_files if i not in files]
+            rows += _select_in(conn, f"{columns} WHERE id IN ({{}})", candidates)
+            diff.snapshot_stale = bool(candidates) or known_dirs != scan.dirs
         else:
-            # Only notes of listed or vanished folders can have changed, plus racily recent ones.
-            folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
-            rows = conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall()
-            for start in range(0, len(folders), 500):
-                chunk = folders[start:start + 500]
-                rows += conn.execute(f"{columns} WHERE folder IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
+            diff.snapshot_stale = scan.listed is None
+            if scan.listed is None:
+                rows = conn.execute(columns).fetchall()
+            else:
+                folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
+                rows += _select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
         known = {row[1]: row for row in rows}
         on_disk = scan.files
         racy = []
@@ -381,7 +384,7 @@ class VaultIndex:
             if row[4] is not None:
                 racy.append(row)
         self._check_racy(scan, racy, diff)
-        diff.to_index.extend(note_id for note_id in on_disk if note_id not in known)
+        diff.to_index.extend(note_id for note_id in candidates if note_id in on_disk and note_id not in known)
         diff.dirs_changed = known_dirs != scan.dirs
         return diff
 
@@ -401,11 +404,7 @@ class VaultIndex:
 
         conn = self.conn
         extensions = _extensions()
-        known: dict[str, int] = {}
-        for start in range(0, len(to_index), 500):  # only the notes to index, not all 10,000 rows
-            chunk = to_index[start:start + 500]
-            known.update(conn.execute(f"SELECT id, rowid FROM notes WHERE id IN ({','.join('?' * len(chunk))})",
-                                      chunk))
+        known: dict[str, int] = dict(_select_in(conn, "SELECT id, rowid FROM notes WHERE id IN ({})", to_index))
         id_set_changed = bool(removed)
         if removed:
             rowids = [rowid for rowid, _ in removed]
@@ -484,13 +483,9 @@ class VaultIndex:
                     affected |= resolution_keys(note_id, self.config.extensions)
             for note_id in flipped:
                 affected |= resolution_keys(note_id, self.config.extensions)
-            targets = sorted(affected)
-            for start in range(0, len(targets), 500):
-                chunk = targets[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT DISTINCT target FROM links WHERE target IN ({marks})", chunk).fetchall()
-                conn.executemany("UPDATE links SET resolved = ? WHERE target = ?",
-                                 [(resolver.resolve(t), t) for (t,) in rows])
+            rows = _select_in(conn, "SELECT DISTINCT target FROM links WHERE target IN ({})", sorted(affected))
+            conn.executemany("UPDATE links SET resolved = ? WHERE target = ?",
+                             [(resolver.resolve(t), t) for (t,) in set(rows)])
         if resolver is not None:
             conn.executemany(
                 "INSERT INTO links (src, seq, target, resolved) VALUES (?, ?, ?, ?)",
@@ -585,6 +580,15 @@ def _statements(script: str) -> Iterator[str]:
     for statement in script.split(";"):
         if statement.strip():
             yield statement
+
+
+def _select_in(conn: sqlite3.Connection, sql: str, values: list[str]) -> list[Any]:
+    """Rows of `sql`, whose `{}` takes an IN list, for any number of values (SQLite caps parameters)."""
+    rows: list[Any] = []
+    for start in range(0, len(values), 500):
+        chunk = values[start:start + 500]
+        rows += conn.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+    return rows
 
 
 def _delete_in(conn: sqlite3.Connection, sql: str, values: list[int]) -> None:
