@@ -15,7 +15,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple
@@ -359,7 +359,7 @@ class VaultIndex:
             files = scan.files
             candidates = [i for i, seen in files.items() if known_files.get(i) != seen]
             candidates += [i for i in known_files if i not in files]
-            rows += _select_in(conn, f"{columns} WHERE id IN ({{}})", candidates)
+            rows += select_in(conn, f"{columns} WHERE id IN ({{}})", candidates)
             diff.snapshot_stale = bool(candidates) or known_dirs != scan.dirs
         else:
             known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
@@ -368,7 +368,7 @@ class VaultIndex:
                 rows = conn.execute(columns).fetchall()
             else:
                 folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
-                rows += _select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
+                rows += select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
         known = {row[1]: row for row in rows}
         on_disk = scan.files
         racy = []
@@ -404,12 +404,12 @@ class VaultIndex:
 
         conn = self.conn
         extensions = _extensions()
-        known: dict[str, int] = dict(_select_in(conn, "SELECT id, rowid FROM notes WHERE id IN ({})", to_index))
+        known: dict[str, int] = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE id IN ({})", to_index))
         id_set_changed = bool(removed)
         if removed:
             rowids = [rowid for rowid, _ in removed]
-            _delete_in(conn, "DELETE FROM notes WHERE rowid IN ({})", rowids)
-            _delete_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
+            run_in(conn, "DELETE FROM notes WHERE rowid IN ({})", rowids)
+            run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
             for ext in extensions:
                 ext.remove_notes(conn, rowids)
             stats.removed = len(removed)
@@ -483,7 +483,7 @@ class VaultIndex:
                     affected |= resolution_keys(note_id, self.config.extensions)
             for note_id in flipped:
                 affected |= resolution_keys(note_id, self.config.extensions)
-            rows = _select_in(conn, "SELECT DISTINCT target FROM links WHERE target IN ({})", sorted(affected))
+            rows = select_in(conn, "SELECT DISTINCT target FROM links WHERE target IN ({})", sorted(affected))
             conn.executemany("UPDATE links SET resolved = ? WHERE target = ?",
                              [(resolver.resolve(t), t) for (t,) in set(rows)])
         if resolver is not None:
@@ -582,18 +582,17 @@ def _statements(script: str) -> Iterator[str]:
             yield statement
 
 
-def _select_in(conn: sqlite3.Connection, sql: str, values: list[str]) -> list[Any]:
-    """Rows of `sql`, whose `{}` takes an IN list, for any number of values (SQLite caps parameters)."""
-    rows: list[Any] = []
-    for start in range(0, len(values), 500):
-        chunk = values[start:start + 500]
-        rows += conn.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
-    return rows
+def select_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    """Rows of `sql` with its `IN ({})` filled with `values`, in chunks that SQLite's parameter cap accepts."""
+    for start in range(0, len(values), 900):
+        chunk = values[start:start + 900]
+        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
 
-def _delete_in(conn: sqlite3.Connection, sql: str, values: list[int]) -> None:
-    for start in range(0, len(values), 500):
-        chunk = values[start:start + 500]
+def run_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> None:
+    """Run `sql` with its `IN ({})` filled with `values`, chunked as in select_in."""
+    for start in range(0, len(values), 900):
+        chunk = values[start:start + 900]
         conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
 

@@ -45,10 +45,9 @@ import unicodedata
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .index import IndexedNote
+from .index import IndexedNote, run_in, select_in
 
 K1 = 1.2
 B = 0.75
@@ -224,12 +223,12 @@ def add_notes(conn: sqlite3.Connection, notes: list[IndexedNote]) -> None:
     lens = _load_lens(conn)
     removals: dict[int, list[int]] = {}  # tid → docs to drop
     if pending:
-        for doc, tids_blob in _select_in(conn, "SELECT doc, tids FROM search_docs WHERE doc IN ({})", pending):
+        for doc, tids_blob in select_in(conn, "SELECT doc, tids FROM search_docs WHERE doc IN ({})", pending):
             tids = array("i")
             tids.frombytes(tids_blob)
             for tid in tids:
                 removals.setdefault(tid, []).append(doc)
-        _run_in(conn, "DELETE FROM search_docs WHERE doc IN ({})", pending)
+        run_in(conn, "DELETE FROM search_docs WHERE doc IN ({})", pending)
         for doc in pending:
             if doc < len(lens):
                 lens[doc] = 0
@@ -271,7 +270,7 @@ def add_notes(conn: sqlite3.Connection, notes: list[IndexedNote]) -> None:
     if touched:
         updates: list[tuple[bytes, bytes, int]] = []
         emptied: list[int] = []
-        for tid, docs_blob, tfs_blob in _select_in(conn, "SELECT tid, docs, tfs FROM search_terms WHERE tid IN ({})",
+        for tid, docs_blob, tfs_blob in select_in(conn, "SELECT tid, docs, tfs FROM search_terms WHERE tid IN ({})",
                                                    list(touched)):
             docs, tfs = array("i"), array("Q")
             docs.frombytes(docs_blob)
@@ -282,7 +281,7 @@ def add_notes(conn: sqlite3.Connection, notes: list[IndexedNote]) -> None:
             else:
                 emptied.append(tid)
         conn.executemany("UPDATE search_terms SET docs = ?, tfs = ? WHERE tid = ?", updates)
-        _run_in(conn, "DELETE FROM search_terms WHERE tid IN ({})", emptied)
+        run_in(conn, "DELETE FROM search_terms WHERE tid IN ({})", emptied)
 
     rows = []
     if analysed and analysed[-1].doc >= len(lens):
@@ -346,7 +345,7 @@ def _known_tids(conn: sqlite3.Connection, terms: dict[str, Any]) -> dict[str, in
     if len(terms) > 5000:
         # Many terms (a large change): one pass over the term table beats thousands of lookups.
         return {term: tid for term, tid in conn.execute("SELECT term, tid FROM search_terms") if term in terms}
-    return dict(_select_in(conn, "SELECT term, tid FROM search_terms WHERE term IN ({})", list(terms)))
+    return dict(select_in(conn, "SELECT term, tid FROM search_terms WHERE term IN ({})", list(terms)))
 
 
 def _merge(docs: array[int], tfs: array[int], removed: Iterable[int],
@@ -379,19 +378,6 @@ def _merge(docs: array[int], tfs: array[int], removed: Iterable[int],
         merged.update(zip(added[0], added[1], strict=True))
     order = sorted(merged)
     return array("i", order), array("Q", [merged[d] for d in order])
-
-
-def _select_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Iterable[tuple[Any, ...]]:
-    """Rows of `sql` with its `IN ({})` filled with `values`, in chunks that SQLite accepts."""
-    for start in range(0, len(values), 900):
-        chunk = values[start:start + 900]
-        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
-
-
-def _run_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> None:
-    for start in range(0, len(values), 900):
-        chunk = values[start:start + 900]
-        conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
 
 # --- queries -----------------------------------------------------------------------------------------
@@ -564,7 +550,7 @@ class _Ranker:
         the hits linking to each."""
         base, scored = self.base, self.scored
         linking: dict[int, list[int]] = {}
-        for target, src in _select_in(self.conn, "SELECT DISTINCT n.rowid, l.src FROM notes n JOIN links l "
+        for target, src in select_in(self.conn, "SELECT DISTINCT n.rowid, l.src FROM notes n JOIN links l "
                                       "ON l.resolved = n.id WHERE n.rowid IN ({})", docs):
             if src != target and src in base:
                 linking.setdefault(target, []).append(src)
@@ -621,7 +607,7 @@ class _Ranker:
         if len(sources) * 4 > self.n:
             pairs: Iterable[tuple[Any, ...]] = self.conn.execute(select)
         else:
-            pairs = _select_in(self.conn, select + " AND l.src IN ({})", sorted(sources))
+            pairs = select_in(self.conn, select + " AND l.src IN ({})", sorted(sources))
         for src, target in pairs:
             if src not in sources or target >= len(lens) or not lens[target]:
                 continue
@@ -654,7 +640,7 @@ class _Ranker:
         eligible = self.eligible
         head = [doc for doc in docs if eligible.get(doc, 0) & _IN_HEAD]
         bonus: dict[int, float] = {}
-        for doc, note_id, title in _select_in(self.conn, "SELECT rowid, id, title FROM notes WHERE rowid IN ({})",
+        for doc, note_id, title in select_in(self.conn, "SELECT rowid, id, title FROM notes WHERE rowid IN ({})",
                                               head):
             if contains_phrase(phrase_form(word_runs(title)), phrase) or \
                     contains_phrase(phrase_form(word_runs(_id_stem(note_id))), phrase):
@@ -673,14 +659,14 @@ class _Ranker:
                     bonus[doc] = phrase_max / 2
                 else:
                     recheck.append(doc)
-        for doc, form in _select_in(self.conn, "SELECT doc, form FROM search_docs WHERE doc IN ({})", recheck):
+        for doc, form in select_in(self.conn, "SELECT doc, form FROM search_docs WHERE doc IN ({})", recheck):
             if contains_phrase(form, phrase):
                 bonus[doc] = phrase_max / 2
         return bonus
 
     def _load_ids(self, docs: list[int]) -> None:
         wanted = [doc for doc in docs if doc not in self.ids]
-        self.ids.update(_select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", wanted))
+        self.ids.update(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", wanted))
 
 
 # --- results -----------------------------------------------------------------------------------------
