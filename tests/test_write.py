@@ -278,3 +278,15 @@ def test_writing_to_a_folder_is_refused(config: Config) -> None:
     (config.vault_root / "dir.md").mkdir(parents=True)
     with pytest.raises(InvalidId, match="folder"):
         write_note(config, "dir", "x")
+
+
+def test_a_bom_and_crlf_note_keeps_both(config: Config, frozen_clock: Any) -> None:
+    path = config.vault_root / "w.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\xef\xbb\xbf---\r\ntitle: W\r\n---\r\nBody\r\n")
+    write_note(config, "w", "more")
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf---\r\ntitle: W\r\nupdated: 2026-11-29T20:15:03+08:00\r\n---\r\nBody\r\n")
+    assert data.count(b"\xef\xbb\xbf") == 1
+    write_note(config, "w", "---\ntitle: V\n---\nnew", mode="overwrite")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf---\r\ntitle: V\r\n")

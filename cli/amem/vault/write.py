@@ -223,7 +223,8 @@ def write_note(config: Any, raw_id: str, content: str, *, mode: str = "append", 
             text = overwrite_text(old_text, content, stamp, tz)
         if old_text is not None and "\r\n" in old_text:
             text = re.sub(r"(?<!\r)\n", "\r\n", text)  # keep a CRLF note CRLF
-        return text.encode("utf-8")
+        bom = b"\xef\xbb\xbf" if old is not None and old.startswith(b"\xef\xbb\xbf") else b""
+        return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
 
     result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
     return {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version,
