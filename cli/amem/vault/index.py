@@ -15,15 +15,17 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ..digest import sha1_hex
 from ..errors import InternalError
 from ..output import warn
 from .links import LinkResolver, extract_links, normalise_target, resolution_keys
+
+_T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
 SCHEMA_VERSION = 5
@@ -269,16 +271,24 @@ class VaultIndex:
         only those whose mtime moved: that sees every note created, deleted or renamed and every save
         made by replacing the file (amem's own writes, most editors), but not an in-place rewrite of
         a note in an unchanged folder, which the next thorough refresh picks up."""
+        stats = self.repairing(lambda: self._refresh(thorough))
+        for message in stats.warnings:
+            warn(message)
+        return stats
+
+    def repairing(self, work: Callable[[], _T]) -> _T:
+        """Run `work`; if the index file turns out damaged (not merely locked by another process), start
+        the index again and run it once more. The index is a cache: a refresh rebuilds all of it."""
         try:
-            stats = self._refresh(thorough)
+            return work()
         except sqlite3.DatabaseError as exc:
             if not _is_damage(exc):
                 raise _busy_or_same(exc) from None
             self._discard()
-            stats = self._refresh(thorough)
-        for message in stats.warnings:
-            warn(message)
-        return stats
+            try:
+                return work()
+            except sqlite3.DatabaseError as again:
+                raise _busy_or_same(again) from None
 
     def _refresh(self, thorough: bool) -> RefreshStats:
         scan = scan_vault(self.config) if thorough else self._quick_scan()

@@ -679,7 +679,7 @@ def search(config: Any, query: str | None, *, limit: int | None = None,
     With `exact_title`, every note whose folded title equals it, by id, unranked; `query` then only
     steers the snippets."""
     from ..errors import UsageError
-    from .index import VaultIndex, _busy_or_same, _is_damage
+    from .index import VaultIndex
 
     if query is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
@@ -688,15 +688,9 @@ def search(config: Any, query: str | None, *, limit: int | None = None,
         raise UsageError(f"--limit must be at least 1, got {limit}")
     index = VaultIndex(config)
     try:
-        try:
-            return _search(index, query, limit, exact_title)
-        except sqlite3.DatabaseError as exc:
-            # Damage the refresh did not touch (it reads only the notes table when nothing changed):
-            # the index is a cache, so drop it and answer from a fresh one. A lock is not damage.
-            if not _is_damage(exc):
-                raise _busy_or_same(exc) from None
-            index._discard()
-            return _search(index, query, limit, exact_title)
+        # Damage the refresh does not touch (it reads only the notes table when nothing changed) shows
+        # while ranking: the whole search is repaired and run again, not just the refresh.
+        return index.repairing(lambda: _search(index, query, limit, exact_title))
     finally:
         index.close()
 
