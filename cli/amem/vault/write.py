@@ -13,6 +13,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..atomicfile import atomic_replace, is_temporary
 from ..digest import sha1_hex
 from ..errors import AmemError, Conflict, InternalError, InvalidId, NotFound, UsageError
 from ..output import quote
@@ -51,27 +52,6 @@ def note_lock(config: Any, target: str) -> Iterator[None]:
         os.close(fd)  # closing releases the lock, even if the process is killed
 
 
-def atomic_replace(target: str, data: bytes, mode: int | None) -> None:
-    """Write `data` to a temporary file beside `target`, flush it to disk, then rename it over `target`.
-    Readers see the old file or the new one, never a mix; the temporary file never outlives a failure."""
-    folder, name = os.path.split(target)
-    tmp = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.amem-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(folder)
-
-
 def _remove_stale_temporaries(target: str) -> None:
     """Delete temporary files left by a writer of this note that was killed mid-write. Safe only under
     the note's lock: no other amem process can be writing one at this moment."""
@@ -82,22 +62,9 @@ def _remove_stale_temporaries(target: str) -> None:
     except OSError:
         return
     for entry in entries:
-        if entry.startswith(prefix) and entry.endswith(".amem-tmp"):
+        if entry.startswith(prefix) and is_temporary(entry):
             with suppress(FileNotFoundError):
                 os.unlink(os.path.join(folder, entry))
-
-
-def _fsync_dir(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _write_target(config: Any, ref: NoteRef) -> str:

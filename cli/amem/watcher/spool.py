@@ -26,7 +26,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-_TMP_PREFIX = ".tmp-"
+from ..atomicfile import atomic_replace, is_temporary
+
 _LOCK_NAME = ".lock"
 FAILED = "failed"
 
@@ -90,7 +91,7 @@ class ObservationSpool:
                 continue  # its watcher is alive
             try:
                 for item in folder.iterdir():
-                    if item.name.endswith(".json") and not item.name.startswith(_TMP_PREFIX):
+                    if item.name.endswith(".json"):
                         with suppress(OSError):
                             os.replace(item, self.dir / item.name)
                 self._remove_folder(folder)
@@ -102,7 +103,7 @@ class ObservationSpool:
     def _remove_folder(folder: Path) -> None:
         with suppress(OSError):
             for item in folder.iterdir():
-                if item.name == _LOCK_NAME or item.name.startswith(_TMP_PREFIX):
+                if item.name == _LOCK_NAME or is_temporary(item.name):
                     with suppress(OSError):
                         item.unlink()
             folder.rmdir()
@@ -112,7 +113,7 @@ class ObservationSpool:
     def pending(self) -> list[Path]:
         """This watcher's spooled observations, oldest first (file names start with a ns timestamp)."""
         try:
-            names = sorted(n for n in os.listdir(self.dir) if n.endswith(".json") and not n.startswith(_TMP_PREFIX))
+            names = sorted(n for n in os.listdir(self.dir) if n.endswith(".json"))
         except OSError:  # not created (yet), or not creatable
             return []
         return [self.dir / n for n in names]
@@ -122,11 +123,11 @@ class ObservationSpool:
         with self._write_lock:
             name = f"{time.time_ns():020d}-{os.getpid()}-{next(self._seq):08d}.json"
         path = self.dir / name
-        _write_private(path, _encode(observation))
+        atomic_replace(str(path), _encode(observation), 0o600)
         return path
 
     def rewrite(self, path: Path, observation: dict[str, Any]) -> None:
-        _write_private(path, _encode(observation))
+        atomic_replace(str(path), _encode(observation), 0o600)
 
     @staticmethod
     def load(path: Path) -> dict[str, Any] | None:
@@ -164,26 +165,6 @@ class ObservationSpool:
 
 def _encode(observation: dict[str, Any]) -> bytes:
     return json.dumps(observation, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Atomically (re)place `path` with `data`, mode 0600: readers see the old file or the new, whole."""
-    tmp = path.with_name(f"{_TMP_PREFIX}{path.name}.{secrets.token_hex(3)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)  # a watcher killed, or a machine that loses power, still finds the whole file
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _make_private_dir(path: Path) -> None:
