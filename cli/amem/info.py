@@ -15,6 +15,7 @@ from typing import Any
 
 from . import __version__
 from .config import Config
+from .vault.paths import is_inside
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,6 @@ class Expectations:
 def module_root() -> Path:
     """The folder of the running amem package, as Python imported it (symlinks not resolved)."""
     return Path(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _inside(path: str, root: str) -> bool:
-    root = root.rstrip(os.sep) or os.sep
-    return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
 
 
 def _in_git_work_tree(path: Path) -> bool:
@@ -89,8 +85,8 @@ def build_info(config: Config, expected: Expectations, *, package_root: Path | N
 
     if expected.module_root is not None:
         given = expected.module_root
-        lexical = _inside(os.path.normpath(str(root)), os.path.normpath(os.path.join(cwd, given)))
-        real = _inside(os.path.realpath(root), os.path.realpath(os.path.join(cwd, given)))
+        lexical = is_inside(os.path.normpath(str(root)), os.path.normpath(os.path.join(cwd, given)))
+        real = is_inside(os.path.realpath(root), os.path.realpath(os.path.join(cwd, given)))
         # Both must hold: a lexical match through a symlink that leads elsewhere, or a realpath match
         # reached by another route, does not prove which installation is running.
         if not (lexical and real):

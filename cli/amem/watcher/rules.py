@@ -14,6 +14,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..vault.paths import is_inside
+
 #: The source's DEFAULT_IGNORE, at any depth.
 DEFAULT_IGNORE_PATTERNS: tuple[str, ...] = (
     r"(?:^|/)\.git(?:/|$)",
@@ -29,10 +31,6 @@ DEFAULT_IGNORE_PATTERNS: tuple[str, ...] = (
 )
 
 _DEFAULTS = re.compile("|".join(f"(?:{p})" for p in DEFAULT_IGNORE_PATTERNS))
-
-
-def is_inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 class IgnoreRules:
