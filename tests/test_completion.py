@@ -20,8 +20,17 @@ from .conftest import write_file
 from .installed import amem_bin, path_with
 
 REPO = Path(__file__).resolve().parents[1]
-IDS = sorted(["notes/auth.md", "notes/deep/a.md", "notes/deep/b.md", "notes/v1.2.final.md", "top.md",
-              "notes/x.markdown", "nested/one/two/three.md"])
+IDS = sorted(
+    [
+        "notes/auth.md",
+        "notes/deep/a.md",
+        "notes/deep/b.md",
+        "notes/v1.2.final.md",
+        "top.md",
+        "notes/x.markdown",
+        "nested/one/two/three.md",
+    ]
+)
 
 
 def complete(args: list[str], incomplete: str) -> list[str]:
@@ -44,8 +53,12 @@ def test_candidates_go_folder_by_folder() -> None:
     exts = (".md", ".markdown")
     assert id_candidates(IDS, "", exts) == ["nested/", "notes/", "top"]
     assert id_candidates(IDS, "no", exts) == ["notes/"]
-    assert id_candidates(IDS, "notes/", exts) == ["notes/auth", "notes/deep/", "notes/v1.2.final.md",
-                                                  "notes/x.markdown"]
+    assert id_candidates(IDS, "notes/", exts) == [
+        "notes/auth",
+        "notes/deep/",
+        "notes/v1.2.final.md",
+        "notes/x.markdown",
+    ]
     assert id_candidates(IDS, "notes/deep/", exts) == ["notes/deep/a", "notes/deep/b"]
     assert id_candidates(IDS, "nested/one/", exts) == ["nested/one/two/"]
     assert id_candidates(IDS, "zzz", exts) == []
@@ -85,8 +98,9 @@ def test_the_vault_flag_typed_on_the_line_is_used(notes: Path, tmp_path: Path) -
     assert complete(["--vault", str(other), "read"], "") == ["elsewhere/"]
 
 
-def test_completion_never_raises_and_never_prints(notes: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_completion_never_raises_and_never_prints(
+    notes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_file(notes / "notes" / "latin1.md", b"caf\xe9\n")  # the index warns about it on stderr
     VaultIndex(load_config()).refresh()
     capsys.readouterr()
@@ -101,8 +115,7 @@ def test_completion_never_raises_and_never_prints(notes: Path, monkeypatch: pyte
 
 def run_complete(shell: str, words: str, cword: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, COMP_WORDS=words, COMP_CWORD=cword, **{COMPLETE_VAR: f"{shell}_complete"})
-    return subprocess.run([sys.executable, "-m", "amem"], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, "-m", "amem"], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 def test_each_shells_reply_format(notes: Path, isolated_env: Path) -> None:
@@ -126,11 +139,16 @@ def test_bash_script(notes: Path, isolated_env: Path, tmp_path: Path) -> None:
         "c amem read no\n"
         "c amem read notes/deep/\n"
     )
-    result = subprocess.run(["bash", "--norc", "-c", script], cwd=isolated_env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        ["bash", "--norc", "-c", script], cwd=isolated_env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "complete -o nosort -F _amem_completion amem", "read|", "notes/|", "notes/deep/a|notes/deep/b|"]
+        "complete -o nosort -F _amem_completion amem",
+        "read|",
+        "notes/|",
+        "notes/deep/a|notes/deep/b|",
+    ]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
@@ -146,8 +164,9 @@ def test_zsh_script(notes: Path, isolated_env: Path, tmp_path: Path) -> None:
         "words=(amem rea); CURRENT=2; _amem_completion\n"
     )
     env = dict(os.environ, PATH=path_with(amem_bin(tmp_path / "bin")))
-    result = subprocess.run(["zsh", "-f", "-c", script], cwd=isolated_env, env=env, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        ["zsh", "-f", "-c", script], cwd=isolated_env, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "compadd -U -V unsorted -S  :: notes/"  # a folder: no space after it
@@ -164,10 +183,13 @@ def test_fish_script(notes: Path, isolated_env: Path, tmp_path: Path) -> None:
         "complete -C 'amem read --de'\n"
     )
     env = dict(os.environ, PATH=path_with(amem_bin(tmp_path / "bin")))
-    result = subprocess.run(["fish", "--no-config", "-c", script], cwd=isolated_env, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["fish", "--no-config", "-c", script], cwd=isolated_env, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
-        "notes/", "notes/deep/a", "notes/deep/b",
+        "notes/",
+        "notes/deep/a",
+        "notes/deep/b",
         "--depth\tFollow links this many levels deep (default: maxLinkDepth, 1).",
     ]

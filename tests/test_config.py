@@ -82,23 +82,26 @@ def test_missing_named_config_is_an_error(isolated_env: Path) -> None:
         load_config(config_file="nope.yaml")
 
 
-@pytest.mark.parametrize("text, key", [
-    ("maxLinkDepth: -1\n", "maxLinkDepth"),
-    ("maxLinkDepth: deep\n", "maxLinkDepth"),
-    ("maxSearchResults: 0\n", "maxSearchResults"),
-    ("extensions: .md\n", "extensions"),
-    ("extensions: []\n", "extensions"),
-    ("extensions: [md]\n", "extensions"),
-    ("indexHiddenDirs: yes please\n", "indexHiddenDirs"),
-    ("excludeDirs: archive\n", "excludeDirs"),
-    ("timezone: Mars/Olympus\n", "timezone"),
-    ("timezone: +25:00\n", "timezone"),
-    ("git: {autoCommit: sometimes}\n", "git.autoCommit"),
-    ("watch: {ignore: ['(unclosed']}\n", "watch.ignore"),
-    ("watch: {sinks: [email]}\n", "watch.sinks"),
-    ("watch: {debounceMs: -5}\n", "watch.debounceMs"),
-    ("watch: []\n", "watch"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("maxLinkDepth: -1\n", "maxLinkDepth"),
+        ("maxLinkDepth: deep\n", "maxLinkDepth"),
+        ("maxSearchResults: 0\n", "maxSearchResults"),
+        ("extensions: .md\n", "extensions"),
+        ("extensions: []\n", "extensions"),
+        ("extensions: [md]\n", "extensions"),
+        ("indexHiddenDirs: yes please\n", "indexHiddenDirs"),
+        ("excludeDirs: archive\n", "excludeDirs"),
+        ("timezone: Mars/Olympus\n", "timezone"),
+        ("timezone: +25:00\n", "timezone"),
+        ("git: {autoCommit: sometimes}\n", "git.autoCommit"),
+        ("watch: {ignore: ['(unclosed']}\n", "watch.ignore"),
+        ("watch: {sinks: [email]}\n", "watch.sinks"),
+        ("watch: {debounceMs: -5}\n", "watch.debounceMs"),
+        ("watch: []\n", "watch"),
+    ],
+)
 def test_invalid_values_name_key_and_file(isolated_env: Path, text: str, key: str) -> None:
     path = user_config(text)
     with pytest.raises(ConfigError) as info:

@@ -101,8 +101,17 @@ def man_text(text: str) -> str:
 
 
 def test_the_man_page_has_every_section() -> None:
-    for title in ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "ENVIRONMENT", "FILES",
-                  "EXIT STATUS", "EXAMPLES"):
+    for title in (
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "COMMANDS",
+        "ENVIRONMENT",
+        "FILES",
+        "EXIT STATUS",
+        "EXAMPLES",
+    ):
         assert man_section(title).strip()
 
 
@@ -127,8 +136,9 @@ def test_the_global_options_are_in_the_man_page() -> None:
 
 @pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed (.ci/run installs it)")
 def test_the_man_page_renders_without_warnings() -> None:
-    result = subprocess.run(["groff", "-ww", "-z", "-man", str(REPO / "man" / "amem.1")], capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        ["groff", "-ww", "-z", "-man", str(REPO / "man" / "amem.1")], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
@@ -214,8 +224,9 @@ def test_the_cases_cover_the_whole_table() -> None:
 
 
 @pytest.mark.parametrize("status", sorted(EXIT_CASES))
-def test_each_exit_code_is_produced_through_the_cli(status: int, amem: Any, vault: Path, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_exit_code_is_produced_through_the_cli(
+    status: int, amem: Any, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     case = EXIT_CASES[status]
     if callable(case):
         wanted = case.__code__.co_varnames[: case.__code__.co_argcount]

@@ -67,8 +67,9 @@ def test_inside_dot_git_is_an_error_not_no_repository(isolated_env: Path) -> Non
         amem_git.find_repository(isolated_env / ".git" / "refs")
 
 
-def test_git_hook_environment_does_not_redirect_amem(isolated_env: Path, vault: Path,
-                                                     monkeypatch: pytest.MonkeyPatch, amem: Any) -> None:
+def test_git_hook_environment_does_not_redirect_amem(
+    isolated_env: Path, vault: Path, monkeypatch: pytest.MonkeyPatch, amem: Any
+) -> None:
     init_repo(vault)
     other = init_repo(isolated_env / "other")
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
@@ -127,8 +128,9 @@ def test_commit_in_a_vault_that_is_its_own_repository(isolated_env: Path, vault:
     assert head(project) == project_head
 
 
-def test_commit_with_no_repository_initialises_one_at_the_vault_root(isolated_env: Path, vault: Path,
-                                                                     amem: Any) -> None:
+def test_commit_with_no_repository_initialises_one_at_the_vault_root(
+    isolated_env: Path, vault: Path, amem: Any
+) -> None:
     (vault / "other.md").parent.mkdir(parents=True)
     (vault / "other.md").write_text("an older note, not part of this change\n")
 
@@ -199,7 +201,8 @@ def test_commit_uses_the_users_git_identity(vault: Path, monkeypatch: pytest.Mon
     result = amem("write", "n", "x", "--commit")
     assert result.exit_code == 0, result.stderr
     assert git(vault, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == (
-        "Configured Person <person@example.org>|Configured Person <person@example.org>")
+        "Configured Person <person@example.org>|Configured Person <person@example.org>"
+    )
     assert "identity" not in result.stderr
 
 
@@ -211,13 +214,11 @@ def test_no_git_identity_falls_back_to_amem(vault: Path, monkeypatch: pytest.Mon
     monkeypatch.delenv("EMAIL", raising=False)
     result = amem("write", "n", "x", "--commit")
     assert result.exit_code == 0, result.stderr
-    assert git(vault, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == (
-        "amem <amem@localhost>|amem <amem@localhost>")
+    assert git(vault, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == ("amem <amem@localhost>|amem <amem@localhost>")
     assert "no user identity" in result.stderr
 
 
-def test_index_lock_held_is_retried_then_reported(vault: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  amem: Any) -> None:
+def test_index_lock_held_is_retried_then_reported(vault: Path, monkeypatch: pytest.MonkeyPatch, amem: Any) -> None:
     init_repo(vault)
     (vault / "keep.md").write_text("k\n")
     base = commit_all(vault, "base")
@@ -251,8 +252,9 @@ def test_index_lock_released_in_time_lets_the_commit_through(vault: Path, amem: 
     assert not lock.exists()
 
 
-def test_git_missing_is_a_git_error_saying_to_install_it(vault: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         tmp_path: Path, amem: Any) -> None:
+def test_git_missing_is_a_git_error_saying_to_install_it(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, amem: Any
+) -> None:
     assert amem("write", "n", "x").exit_code == 0
     empty = tmp_path / "no-git-here"
     empty.mkdir()
@@ -267,8 +269,12 @@ def test_concurrent_committers_lose_no_commit(isolated_env: Path, vault: Path) -
     init_repo(vault)
     script = "from amem.cli import main; main()"
     procs = [
-        subprocess.Popen([sys.executable, "-c", script, "write", f"n{i}", f"text {i}", "--commit"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script, "write", f"n{i}", f"text {i}", "--commit"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(6)
     ]
     outputs = [p.communicate(timeout=60) for p in procs]
@@ -285,13 +291,17 @@ def test_installed_amem_write_commit(isolated_env: Path, vault: Path) -> None:
     project = init_repo(isolated_env)
     (project / "staged.txt").write_text("s\n")
     git(project, "add", "staged.txt")
-    proc = subprocess.run(["amem", "write", "notes/hook", "from a hook", "--commit"], capture_output=True,
-                          text=True, env=os.environ.copy(), check=False)
+    proc = subprocess.run(
+        ["amem", "write", "notes/hook", "from a hook", "--commit"],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     commit = json.loads(proc.stdout)["commit"]
     assert files_in(project, commit) == ["vault/notes/hook.md"]
     assert git(project, "diff", "--cached", "--name-only") == "staged.txt"
-
 
 
 def test_git_module_loads_only_when_needed(vault: Path) -> None:

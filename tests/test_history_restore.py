@@ -142,8 +142,7 @@ def test_restore_round_trip_commits_only_when_asked(repo_vault: Path, amem: Any)
     restored = amem("restore", "notes/x", first["commit"], "--base-version", second["version"])
 
     assert restored.exit_code == 0, restored.stderr
-    assert restored.json == {"id": "notes/x.md", "hash": first["commit"], "version": first["version"],
-                             "commit": None}
+    assert restored.json == {"id": "notes/x.md", "hash": first["commit"], "version": first["version"], "commit": None}
     assert note.read_bytes() == v1_bytes
     assert commit_count(repo_vault) == 2  # no --commit, no commit, and none claimed
     # amem's own restore is not an external modification.
@@ -265,8 +264,7 @@ def test_restore_through_auto_commit_config(isolated_env: Path, repo_vault: Path
 @pytest.mark.skipif(shutil.which("amem") is None, reason="the amem console script is not installed")
 def test_installed_amem_history_and_restore(repo_vault: Path) -> None:
     def amem_process(*args: str) -> Any:
-        proc = subprocess.run(["amem", *args], capture_output=True, text=True, env=os.environ.copy(),
-                              check=False)
+        proc = subprocess.run(["amem", *args], capture_output=True, text=True, env=os.environ.copy(), check=False)
         return proc
 
     first = json.loads(amem_process("write", "n", "one", "--commit").stdout)

@@ -25,8 +25,9 @@ def age(vault: Path) -> None:
 def snapshot(index: VaultIndex) -> tuple[object, ...]:
     conn = index.conn
     notes = conn.execute("SELECT id, title, frontmatter, problem FROM notes ORDER BY id").fetchall()
-    links = conn.execute("SELECT n.id, l.seq, l.target, l.resolved FROM links l JOIN notes n ON n.rowid = l.src "
-                         "ORDER BY n.id, l.seq").fetchall()
+    links = conn.execute(
+        "SELECT n.id, l.seq, l.target, l.resolved FROM links l JOIN notes n ON n.rowid = l.src ORDER BY n.id, l.seq"
+    ).fetchall()
     return tuple(notes), tuple(links)
 
 
@@ -96,8 +97,9 @@ def test_thorough_refresh_sees_in_place_edits_in_unchanged_folders(config: Confi
     assert index.backlinks("t.md") == ["sub/n.md"]
 
 
-def test_unreadable_and_non_utf8_notes_are_skipped_with_a_warning(config: Config,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreadable_and_non_utf8_notes_are_skipped_with_a_warning(
+    config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_file(config.vault_root / "bad.md", b"\xff\xfe")
     write_file(config.vault_root / "good.md", "fine")
     index = VaultIndex(config)
@@ -108,8 +110,16 @@ def test_unreadable_and_non_utf8_notes_are_skipped_with_a_warning(config: Config
 
 def test_hidden_and_excluded_folders(config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     v = config.vault_root
-    for note in ("a.md", "archive/x.md", "deep/archive/y.md", ".hidden/h.md", ".git/g.md", "node_modules/m.md",
-                 ".obsidian/o.md", "notes.txt"):
+    for note in (
+        "a.md",
+        "archive/x.md",
+        "deep/archive/y.md",
+        ".hidden/h.md",
+        ".git/g.md",
+        "node_modules/m.md",
+        ".obsidian/o.md",
+        "notes.txt",
+    ):
         write_file(v / note, "x")
     index = VaultIndex(config)
     index.refresh()
@@ -134,8 +144,7 @@ def test_corrupt_index_is_rebuilt(config: Config) -> None:
 
 
 @pytest.mark.parametrize("thorough", [True, False])
-def test_random_edits_leave_the_index_equal_to_a_fresh_build(config: Config, tmp_path: Path,
-                                                             thorough: bool) -> None:
+def test_random_edits_leave_the_index_equal_to_a_fresh_build(config: Config, tmp_path: Path, thorough: bool) -> None:
     rng = random.Random(7 if thorough else 8)
     v = config.vault_root
     names = [f"{folder}{name}.md" for folder in ("", "a/", "a/b/", "c/") for name in ("x", "y", "z")]

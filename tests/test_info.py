@@ -15,8 +15,23 @@ import amem as amem_package
 from amem.info import Expectations, build_info
 
 PACKAGE_DIR = Path(os.path.dirname(os.path.abspath(amem_package.__file__)))
-FIELDS = {"version", "moduleRoot", "bundle", "profile", "cwd", "projectRoot", "vaultRoot", "vaultExists",
-          "gitRepository", "configFiles", "fingerprint", "expected", "mismatches", "warnings", "preflight"}
+FIELDS = {
+    "version",
+    "moduleRoot",
+    "bundle",
+    "profile",
+    "cwd",
+    "projectRoot",
+    "vaultRoot",
+    "vaultExists",
+    "gitRepository",
+    "configFiles",
+    "fingerprint",
+    "expected",
+    "mismatches",
+    "warnings",
+    "preflight",
+}
 
 
 def tree(root: Path) -> list[str]:
@@ -48,8 +63,15 @@ def test_envelope_without_expectations_is_not_safe(isolated_env: Path, amem: Any
 
 def test_matching_absolute_expectations_are_safe(isolated_env: Path, amem: Any) -> None:
     vault = isolated_env / ".amem" / "memory"
-    result = amem("info", "--expect-cwd", str(isolated_env), "--expect-vault", str(vault),
-                  "--expect-module-root", str(PACKAGE_DIR.parent))
+    result = amem(
+        "info",
+        "--expect-cwd",
+        str(isolated_env),
+        "--expect-vault",
+        str(vault),
+        "--expect-module-root",
+        str(PACKAGE_DIR.parent),
+    )
     assert result.exit_code == 0, result.stderr
     data = result.json
     assert data["preflight"] == {"safeToWrite": True, "reasons": []}
@@ -73,8 +95,7 @@ def test_relative_expectations_are_reasons_against_writing(isolated_env: Path, a
     assert all("relative" in reason for reason in data["preflight"]["reasons"])
 
 
-def test_a_symlink_that_resolves_elsewhere_is_a_mismatch(isolated_env: Path, tmp_path: Path,
-                                                          amem: Any) -> None:
+def test_a_symlink_that_resolves_elsewhere_is_a_mismatch(isolated_env: Path, tmp_path: Path, amem: Any) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     link = tmp_path / "link-to-elsewhere"
@@ -91,8 +112,7 @@ def test_a_symlink_that_resolves_elsewhere_is_a_mismatch(isolated_env: Path, tmp
     assert "cwd does not match the expectation" in data["preflight"]["reasons"]
 
 
-def test_a_symlink_that_resolves_to_the_same_place_matches(isolated_env: Path, tmp_path: Path,
-                                                           amem: Any) -> None:
+def test_a_symlink_that_resolves_to_the_same_place_matches(isolated_env: Path, tmp_path: Path, amem: Any) -> None:
     link = tmp_path / "link-to-work"
     link.symlink_to(isolated_env)
     vault_via_link = link / ".amem" / "memory"
@@ -114,7 +134,8 @@ def test_module_root_containment(isolated_env: Path, tmp_path: Path, amem: Any) 
     outside = amem("info", "--expect-module-root", str(tmp_path))
     assert outside.exit_code == 8
     assert outside.json["mismatches"] == [
-        {"field": "moduleRoot", "expected": str(tmp_path), "actual": str(PACKAGE_DIR)}]
+        {"field": "moduleRoot", "expected": str(tmp_path), "actual": str(PACKAGE_DIR)}
+    ]
 
     # A sibling whose name merely starts like the package folder does not contain it.
     prefix = amem("info", "--expect-module-root", str(PACKAGE_DIR) + "-other")
@@ -143,9 +164,9 @@ def test_module_root_needs_lexical_and_real_containment(tmp_path: Path, config: 
     assert not mismatched(install / "amem", tmp_path)  # both views lie inside tmp_path
 
 
-def test_profile_unknown_is_a_warning_contradiction_is_a_mismatch(isolated_env: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch,
-                                                                  amem: Any) -> None:
+def test_profile_unknown_is_a_warning_contradiction_is_a_mismatch(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, amem: Any
+) -> None:
     vault = str(isolated_env / ".amem" / "memory")
     base = ("info", "--expect-cwd", str(isolated_env), "--expect-vault", vault, "--expect-profile", "prod")
 
@@ -179,8 +200,9 @@ def test_fingerprint_is_stable_and_tracks_identity(isolated_env: Path, tmp_path:
     assert amem("--vault", str(tmp_path / "v2"), "info").json["fingerprint"] != first
 
 
-def test_reports_vault_git_bundle_and_config_files(isolated_env: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   amem: Any) -> None:
+def test_reports_vault_git_bundle_and_config_files(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch, amem: Any
+) -> None:
     (isolated_env / ".amem").mkdir()
     config_file = isolated_env / ".amem" / "config.yaml"
     config_file.write_text("bundleName: team-memory\nbundleVersion: 1.2.3\n")
@@ -202,8 +224,9 @@ def test_reports_vault_git_bundle_and_config_files(isolated_env: Path, monkeypat
 
 def test_info_in_an_empty_directory_creates_nothing(tmp_path: Path, amem: Any) -> None:
     before = tree(tmp_path)
-    result = amem("info", "--expect-cwd", str(tmp_path / "work"),
-                  "--expect-vault", str(tmp_path / "work" / ".amem" / "memory"))
+    result = amem(
+        "info", "--expect-cwd", str(tmp_path / "work"), "--expect-vault", str(tmp_path / "work" / ".amem" / "memory")
+    )
     assert result.exit_code == 0, result.stderr
     assert tree(tmp_path) == before  # no vault, no .amem, no cache, no state, no repository
 
@@ -220,16 +243,26 @@ def test_installed_amem_info_creates_nothing_and_fails_closed(tmp_path: Path, is
     empty.mkdir()
     before = tree(tmp_path)
 
-    ok = subprocess.run(["amem", "info", "--expect-cwd", str(empty), "--expect-vault",
-                         str(empty / ".amem" / "memory")], cwd=empty, capture_output=True, text=True,
-                        env=os.environ.copy(), check=False)
+    ok = subprocess.run(
+        ["amem", "info", "--expect-cwd", str(empty), "--expect-vault", str(empty / ".amem" / "memory")],
+        cwd=empty,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        check=False,
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["preflight"]["safeToWrite"] is True
 
-    wrong = subprocess.run(["amem", "info", "--expect-cwd", str(tmp_path)], cwd=empty, capture_output=True,
-                           text=True, env=os.environ.copy(), check=False)
+    wrong = subprocess.run(
+        ["amem", "info", "--expect-cwd", str(tmp_path)],
+        cwd=empty,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        check=False,
+    )
     assert wrong.returncode == 8
     assert json.loads(wrong.stdout)["mismatches"][0]["field"] == "cwd"
     assert json.loads(wrong.stderr.splitlines()[-1])["error"]["code"] == "mismatch"
     assert tree(tmp_path) == before
-

@@ -75,26 +75,39 @@ def test_code_span_across_lines_of_a_paragraph() -> None:
     assert targets("`open\n\n[[yes]]") == ["yes"]  # a blank line ends the paragraph
 
 
-IDS = ["notes/foo.md", "shared/notes/foo.md", "z/foo.md", "a/b/foo.md", "bar.md", "deep/x/bar.md", "Zeta.md",
-       "zeta/Zeta.md", "c/cap.md", "b/cap.md"]
+IDS = [
+    "notes/foo.md",
+    "shared/notes/foo.md",
+    "z/foo.md",
+    "a/b/foo.md",
+    "bar.md",
+    "deep/x/bar.md",
+    "Zeta.md",
+    "zeta/Zeta.md",
+    "c/cap.md",
+    "b/cap.md",
+]
 
 
-@pytest.mark.parametrize("target, expected", [
-    ("notes/foo", "notes/foo.md"),            # exact, without extension
-    ("notes/foo.md", "notes/foo.md"),         # exact, with extension
-    ("shared/notes/foo", "shared/notes/foo.md"),
-    ("b/foo", "a/b/foo.md"),                  # path suffix at a / boundary
-    ("otes/foo", "notes/foo.md"),             # not a boundary: falls back to basename, fewest segments
-    ("foo", "notes/foo.md"),                  # basename: fewest segments, then code-point order
-    ("bar", "bar.md"),
-    ("x/bar", "deep/x/bar.md"),
-    ("Zeta", "Zeta.md"),
-    ("cap", "b/cap.md"),                      # tie on segments: code-point order
-    ("nothing", None),
-    ("", None),
-    ("./bar", "bar.md"),
-    ("notes\\foo", "notes/foo.md"),
-])
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        ("notes/foo", "notes/foo.md"),  # exact, without extension
+        ("notes/foo.md", "notes/foo.md"),  # exact, with extension
+        ("shared/notes/foo", "shared/notes/foo.md"),
+        ("b/foo", "a/b/foo.md"),  # path suffix at a / boundary
+        ("otes/foo", "notes/foo.md"),  # not a boundary: falls back to basename, fewest segments
+        ("foo", "notes/foo.md"),  # basename: fewest segments, then code-point order
+        ("bar", "bar.md"),
+        ("x/bar", "deep/x/bar.md"),
+        ("Zeta", "Zeta.md"),
+        ("cap", "b/cap.md"),  # tie on segments: code-point order
+        ("nothing", None),
+        ("", None),
+        ("./bar", "bar.md"),
+        ("notes\\foo", "notes/foo.md"),
+    ],
+)
 def test_resolution_tiers(target: str, expected: str | None) -> None:
     assert LinkResolver(IDS, (".md",)).resolve(target) == expected
 

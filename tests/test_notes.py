@@ -58,10 +58,15 @@ def test_empty_frontmatter_block() -> None:
 
 
 def test_unquoted_dates_come_back_as_iso_strings() -> None:
-    note = parse_note("---\nd: 2026-01-02\nt: 2026-01-02 10:30:00+08:00\nu: 2026-01-02T10:30:00Z\n"
-                      "q: '2026-01-02'\n---\n")
-    assert note.frontmatter == {"d": "2026-01-02", "t": "2026-01-02T10:30:00+08:00",
-                                "u": "2026-01-02T10:30:00+00:00", "q": "2026-01-02"}
+    note = parse_note(
+        "---\nd: 2026-01-02\nt: 2026-01-02 10:30:00+08:00\nu: 2026-01-02T10:30:00Z\nq: '2026-01-02'\n---\n"
+    )
+    assert note.frontmatter == {
+        "d": "2026-01-02",
+        "t": "2026-01-02T10:30:00+08:00",
+        "u": "2026-01-02T10:30:00+00:00",
+        "q": "2026-01-02",
+    }
 
 
 def test_binary_and_sets_become_json_values() -> None:

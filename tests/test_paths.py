@@ -16,18 +16,21 @@ from amem.vault.paths import normalise_id, resolve_note
 EXT = (".md",)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("x", "x.md"),
-    ("notes/x", "notes/x.md"),
-    ("notes/x.md", "notes/x.md"),
-    ("notes/X.MD", "notes/X.MD"),
-    ("a/../b", "b.md"),
-    ("./a//b", "a/b.md"),
-    ("%2e%2e/x", "%2e%2e/x.md"),
-    ("meeting 2026.11.29", "meeting 2026.11.29.md"),
-    ("v1.2", "v1.2.md"),
-    ("日记/今天", "日记/今天.md"),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("x", "x.md"),
+        ("notes/x", "notes/x.md"),
+        ("notes/x.md", "notes/x.md"),
+        ("notes/X.MD", "notes/X.MD"),
+        ("a/../b", "b.md"),
+        ("./a//b", "a/b.md"),
+        ("%2e%2e/x", "%2e%2e/x.md"),
+        ("meeting 2026.11.29", "meeting 2026.11.29.md"),
+        ("v1.2", "v1.2.md"),
+        ("日记/今天", "日记/今天.md"),
+    ],
+)
 def test_ids_are_normalised(raw: str, expected: str) -> None:
     assert normalise_id(raw, EXT) == expected
 
@@ -37,23 +40,26 @@ def test_first_configured_extension_is_added() -> None:
     assert normalise_id("x.md", (".markdown", ".md")) == "x.md"
 
 
-@pytest.mark.parametrize("raw, fragment", [
-    ("", "empty"),
-    ("   ", "empty"),
-    ("/etc/passwd", "relative"),
-    ("~/x", "relative"),
-    ("C:/x", "drive"),
-    ("c:x", "drive"),
-    ("..", "leaves the vault"),
-    ("../x", "leaves the vault"),
-    ("a/../../x", "leaves the vault"),
-    ("a\\b", "backslash"),
-    ("..\\x", "backslash"),
-    ("a\x00b", "NUL"),
-    ("x.txt", "not .txt"),
-    ("img/photo.png", "not .png"),
-    (".", "leaves the vault"),
-])
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("/etc/passwd", "relative"),
+        ("~/x", "relative"),
+        ("C:/x", "drive"),
+        ("c:x", "drive"),
+        ("..", "leaves the vault"),
+        ("../x", "leaves the vault"),
+        ("a/../../x", "leaves the vault"),
+        ("a\\b", "backslash"),
+        ("..\\x", "backslash"),
+        ("a\x00b", "NUL"),
+        ("x.txt", "not .txt"),
+        ("img/photo.png", "not .png"),
+        (".", "leaves the vault"),
+    ],
+)
 def test_refused_ids(raw: str, fragment: str) -> None:
     with pytest.raises(InvalidId) as info:
         normalise_id(raw, EXT)
@@ -106,8 +112,10 @@ segment = st.sampled_from(["..", ".", "", "a", "b", "%2e%2e", "...", "x.md", "~"
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(parts=st.lists(st.one_of(segment, st.text(min_size=1, max_size=6)), min_size=1, max_size=6),
-       lead=st.sampled_from(["", "/", "./", "../"]))
+@given(
+    parts=st.lists(st.one_of(segment, st.text(min_size=1, max_size=6)), min_size=1, max_size=6),
+    lead=st.sampled_from(["", "/", "./", "../"]),
+)
 def test_no_generated_id_resolves_outside_the_vault(config: Config, parts: list[str], lead: str) -> None:
     raw = lead + "/".join(parts)
     try:

@@ -18,8 +18,9 @@ AMEM = [sys.executable, "-m", "amem"]
 
 
 def run(args: list[str], cwd: Path, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*AMEM, *args], cwd=cwd, input=input, capture_output=True, text=True, timeout=60,
-                          env=os.environ.copy())
+    return subprocess.run(
+        [*AMEM, *args], cwd=cwd, input=input, capture_output=True, text=True, timeout=60, env=os.environ.copy()
+    )
 
 
 def test_end_to_end_write_read_and_errors(isolated_env: Path) -> None:
@@ -56,8 +57,7 @@ for i in range(int(sys.argv[2])):
 
 
 def test_eight_processes_times_hundred_appends_lose_nothing(isolated_env: Path, vault: Path) -> None:
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(w), "100"], cwd=isolated_env)
-             for w in range(8)]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(w), "100"], cwd=isolated_env) for w in range(8)]
     for proc in procs:
         assert proc.wait(timeout=240) == 0
     text = (vault / "shared" / "log.md").read_text()
@@ -111,7 +111,6 @@ def test_fast_paths_do_not_import_watcher_or_http(isolated_env: Path, command: l
         " 'urllib3', 'subprocess') if m in sys.modules)\n"
         "sys.stderr.write('HEAVY=' + ','.join(heavy) + '\\n')\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=isolated_env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run([sys.executable, "-c", probe], cwd=isolated_env, capture_output=True, text=True, timeout=60)
     line = [x for x in result.stderr.splitlines() if x.startswith("HEAVY=")][-1]
     assert line == "HEAVY=", line

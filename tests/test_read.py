@@ -32,7 +32,10 @@ def test_read_record(linked: Config) -> None:
     assert note["frontmatter"] == {"title": "Alpha", "tags": ["x"]}
     assert note["body"].startswith("See [[b]]")
     assert [(x["target"], x["alias"], x["resolved"]) for x in note["links"]] == [
-        ("b", None, "b.md"), ("sub/c", "C", "sub/c.md"), ("missing", None, None)]
+        ("b", None, "b.md"),
+        ("sub/c", "C", "sub/c.md"),
+        ("missing", None, None),
+    ]
     assert note["version"] == version_of((linked.vault_root / "a.md").read_bytes())
     assert note["backlinks"] == ["b.md", "d.md"]
     assert note["mtime"][:4].isdigit() and note["mtime"][-6] in "+-"

@@ -76,8 +76,10 @@ def test_post_commit_hook_records_each_commit(repo: Path, env: dict[str, str]) -
         read = run(["amem", "read", f"commits/{note.stem}"], repo / "src", env)  # from a sub-folder, too
         assert read.returncode == 0, read.stderr
         bodies += read.stdout
-    for rev, subject, files in (("HEAD~1", "Add the app", ["src/app.py"]),
-                                ("HEAD", "Greet the world and document it", ["docs/usage.md", "src/app.py"])):
+    for rev, subject, files in (
+        ("HEAD~1", "Add the app", ["src/app.py"]),
+        ("HEAD", "Greet the world and document it", ["docs/usage.md", "src/app.py"]),
+    ):
         full = git(repo, env, "rev-parse", rev)
         assert f"## {full[:7]} {subject}" in bodies
         assert f"- hash: {full}" in bodies
@@ -87,9 +89,11 @@ def test_post_commit_hook_records_each_commit(repo: Path, env: dict[str, str]) -
 
 
 def test_amem_open_opens_the_top_hit_in_the_editor(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
-    for note_id, text in (("notes/auth", "Auth tokens expire after 24 hours."),
-                          ("notes/cache", "Cache entries live five minutes."),
-                          ("notes/tokens-history", "We once used opaque tokens.")):
+    for note_id, text in (
+        ("notes/auth", "Auth tokens expire after 24 hours."),
+        ("notes/cache", "Cache entries live five minutes."),
+        ("notes/tokens-history", "We once used opaque tokens."),
+    ):
         assert run(["amem", "write", note_id, text], repo, env).returncode == 0
     opened = tmp_path / "opened"
     editor = tmp_path / "editor"

@@ -54,7 +54,7 @@ def count(word: str, cjk: bool, tokens: list[str]) -> int:
         return sum(1 for t in tokens if not HAN.match(t) and t.startswith(word))
     if len(word) <= 2:
         return tokens.count(word)
-    return min(tokens.count(word[i:i + 2]) for i in range(len(word) - 1))
+    return min(tokens.count(word[i : i + 2]) for i in range(len(word) - 1))
 
 
 def contains(form: str, phrase: str) -> bool:
@@ -63,14 +63,14 @@ def contains(form: str, phrase: str) -> bool:
     return re.search(r"(?:^|(?<=[ \u4e00-\u9fff]))" + re.escape(phrase), form) is not None
 
 
-def model(notes: dict[str, tuple[str, str]], links: dict[str, set[str]], query: str,
-          limit: int) -> tuple[list[tuple[str, float]], int]:
+def model(
+    notes: dict[str, tuple[str, str]], links: dict[str, set[str]], query: str, limit: int
+) -> tuple[list[tuple[str, float]], int]:
     """notes: id → (title, body); links: id → ids it links to. Returns ranked (id, score) and total."""
     fields = {}
     for note_id, (title, body) in notes.items():
         stem = note_id[:-3]
-        fields[note_id] = (terms_of(word_runs(stem))[0], terms_of(word_runs(title))[0],
-                           *terms_of(word_runs(body)))
+        fields[note_id] = (terms_of(word_runs(stem))[0], terms_of(word_runs(title))[0], *terms_of(word_runs(body)))
     n = len(notes)
     avgdl = sum(f[3] for f in fields.values()) / n
     c2 = K1 * B / avgdl if avgdl else 0.0
@@ -82,8 +82,11 @@ def model(notes: dict[str, tuple[str, str]], links: dict[str, set[str]], query: 
         f = {}
         for note_id, (id_terms, title_terms, body_terms, _) in fields.items():
             linking = [src for src in notes if src != note_id and note_id in links.get(src, set())]
-            value = 3 * (count(word, cjk, id_terms) + count(word, cjk, title_terms)) + \
-                count(word, cjk, body_terms) + sum(count(word, cjk, fields[src][0]) for src in linking)
+            value = (
+                3 * (count(word, cjk, id_terms) + count(word, cjk, title_terms))
+                + count(word, cjk, body_terms)
+                + sum(count(word, cjk, fields[src][0]) for src in linking)
+            )
             if value:
                 f[note_id] = value
         idf = math.log(1 + (n - len(f) + 0.5) / (len(f) + 0.5))
@@ -96,8 +99,9 @@ def model(notes: dict[str, tuple[str, str]], links: dict[str, set[str]], query: 
     scored = {}
     for note_id, score in base.items():
         title, body = notes[note_id]
-        if phrase_max and (contains(phrase_form(word_runs(title)), phrase) or
-                           contains(phrase_form(word_runs(note_id[:-3])), phrase)):
+        if phrase_max and (
+            contains(phrase_form(word_runs(title)), phrase) or contains(phrase_form(word_runs(note_id[:-3])), phrase)
+        ):
             score += phrase_max
         elif phrase_max and contains(phrase_form(word_runs(body)), phrase):
             score += phrase_max / 2
@@ -110,8 +114,22 @@ def model(notes: dict[str, tuple[str, str]], links: dict[str, set[str]], query: 
     return [(note_id, round(score, 6)) for note_id, score in ranked[:limit]], len(final)
 
 
-VOCABULARY = ["alpha", "alphabet", "al", "beta", "betamax", "gamma", "delta", "认证", "用户认证令牌", "令牌",
-              "认", "证令", "token", "tokens"]
+VOCABULARY = [
+    "alpha",
+    "alphabet",
+    "al",
+    "beta",
+    "betamax",
+    "gamma",
+    "delta",
+    "认证",
+    "用户认证令牌",
+    "令牌",
+    "认",
+    "证令",
+    "token",
+    "tokens",
+]
 IDS = ["a.md", "b.md", "x/c.md", "x/y/d.md", "alpha.md", "beta/gamma.md", "认证.md", "token-store.md"]
 _made = itertools.count()
 
@@ -130,19 +148,24 @@ def vaults(draw: st.DrawFn) -> tuple[dict[str, tuple[str, str]], dict[str, set[s
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(vault=vaults(), query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=3).map(" ".join),
-       limit=st.integers(1, 5))
+@given(
+    vault=vaults(),
+    query=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=3).map(" ".join),
+    limit=st.integers(1, 5),
+)
 def test_ranking_equals_the_brute_force_model(
-        isolated_env: Path, vault: tuple[dict[str, tuple[str, str]], dict[str, set[str]]], query: str,
-        limit: int) -> None:
+    isolated_env: Path, vault: tuple[dict[str, tuple[str, str]], dict[str, set[str]]], query: str, limit: int
+) -> None:
     notes, links = vault
     root = isolated_env / f"model-{next(_made)}"
     for note_id, (title, body) in notes.items():
         targets = "".join(f" [[{target[:-3]}]]" for target in sorted(links[note_id]))
         # Links go in a paragraph of their own: their targets are words of the body too.
         write_file(root / note_id, note(title, f"{body}\n\n{targets}" if targets else body))
-    bodies = {note_id: (title, f"{body}\n\n{''.join(f' [[{t[:-3]}]]' for t in sorted(links[note_id]))}")
-              for note_id, (title, body) in notes.items()}
+    bodies = {
+        note_id: (title, f"{body}\n\n{''.join(f' [[{t[:-3]}]]' for t in sorted(links[note_id]))}")
+        for note_id, (title, body) in notes.items()
+    }
     result = search(load_config(vault=root), query, limit=limit)
     expected, total = model(bodies, links, query, limit)
     assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected
@@ -198,8 +221,7 @@ def test_a_query_word_matches_longer_words_it_starts(vault: Path, config: Config
     assert ids(search(config, "auth")) == ["a.md"]
 
 
-def test_the_phrase_bonus_is_the_sum_of_idfs_in_the_title_and_half_in_the_body(
-        vault: Path, config: Config) -> None:
+def test_the_phrase_bonus_is_the_sum_of_idfs_in_the_title_and_half_in_the_body(vault: Path, config: Config) -> None:
     body_words = "token and then rotation"
     write_file(vault / "apart.md", note("Apart", body_words))
     write_file(vault / "body.md", note("Body", "token rotation and then"))
@@ -273,29 +295,45 @@ def test_the_default_limit_is_max_search_results(vault: Path, isolated_env: Path
 # --- a golden vault ----------------------------------------------------------------------------------
 
 GOLDEN = {
-    "auth/oauth-flow.md": note("OAuth flow", "How the authorization code flow works. The client exchanges the "
-                                             "code for an access token.\n\nSee [[auth/token-rotation]]."),
-    "auth/token-rotation.md": note("Token rotation", "Rotate the refresh token every day. Auth token rotation "
-                                                     "keeps sessions safe."),
+    "auth/oauth-flow.md": note(
+        "OAuth flow",
+        "How the authorization code flow works. The client exchanges the "
+        "code for an access token.\n\nSee [[auth/token-rotation]].",
+    ),
+    "auth/token-rotation.md": note(
+        "Token rotation", "Rotate the refresh token every day. Auth token rotation keeps sessions safe."
+    ),
     "notes/session-cache.md": note("Session cache", "The session cache stores tokens in memory for fast lookup."),
     "zh/用户认证.md": note("用户认证", "用户认证令牌在登录后签发。令牌过期后需要重新认证。"),
     "zh/搜索索引.md": note("搜索索引", "中文搜索需要分词，我们用二元组建立索引。参见 [[用户认证]]。"),
-    "mixed/auth-zh.md": note("Auth 认证 notes", "The auth token（认证令牌）is issued by the login service. "
-                                                "中英文混合的笔记。"),
+    "mixed/auth-zh.md": note(
+        "Auth 认证 notes", "The auth token（认证令牌）is issued by the login service. 中英文混合的笔记。"
+    ),
     "daily/2026-11-29.md": note("2026-11-29", "Met about search index performance. Auth token bug fixed."),
     "archive/old-auth.md": note("Old auth", "auth token auth token auth token"),
 }
 GOLDEN_ORDER = {
     # The id "auth/token-rotation" holds the phrase; oauth-flow has "auth" in its id and a token in its body.
-    "auth token": ["auth/token-rotation.md", "auth/oauth-flow.md", "mixed/auth-zh.md", "daily/2026-11-29.md",
-                   "notes/session-cache.md"],
+    "auth token": [
+        "auth/token-rotation.md",
+        "auth/oauth-flow.md",
+        "mixed/auth-zh.md",
+        "daily/2026-11-29.md",
+        "notes/session-cache.md",
+    ],
     "认证": ["zh/用户认证.md", "mixed/auth-zh.md", "zh/搜索索引.md"],
     "令牌": ["zh/用户认证.md", "mixed/auth-zh.md"],
     # 用户认证 does not contain 索引, but 搜索索引, whose id does, links to it.
     "索引": ["zh/搜索索引.md", "zh/用户认证.md"],
     "搜索 index": ["zh/搜索索引.md", "daily/2026-11-29.md", "zh/用户认证.md"],
-    "auth 认证": ["mixed/auth-zh.md", "zh/用户认证.md", "auth/token-rotation.md", "auth/oauth-flow.md",
-                "daily/2026-11-29.md", "zh/搜索索引.md"],
+    "auth 认证": [
+        "mixed/auth-zh.md",
+        "zh/用户认证.md",
+        "auth/token-rotation.md",
+        "auth/oauth-flow.md",
+        "daily/2026-11-29.md",
+        "zh/搜索索引.md",
+    ],
     "rotation": ["auth/token-rotation.md", "auth/oauth-flow.md"],  # a link's target is text of the body
     "session": ["notes/session-cache.md", "auth/token-rotation.md"],
     "认": ["zh/用户认证.md", "mixed/auth-zh.md", "zh/搜索索引.md"],
@@ -405,8 +443,7 @@ def test_only_configured_extensions_are_notes(vault: Path, isolated_env: Path) -
     assert ids(search(load_config(), "findme")) == ["a.md", "c.markdown"]
 
 
-def test_a_note_that_is_not_utf8_is_skipped_with_a_warning(
-        vault: Path, amem: Any) -> None:
+def test_a_note_that_is_not_utf8_is_skipped_with_a_warning(vault: Path, amem: Any) -> None:
     write_file(vault / "good.md", note("Good", "findme"))
     write_file(vault / "bad.md", b"findme \xff\xfe\xfa")
     result = amem("search", "findme")
@@ -427,8 +464,13 @@ def test_an_unreadable_note_is_skipped_with_a_warning(vault: Path, amem: Any) ->
 
 
 def test_an_empty_or_missing_vault_has_no_hits(vault: Path, config: Config) -> None:
-    assert search(config, "anything") == {"hits": [], "total": 0, "truncated": False, "fused": False,
-                                          "semantic": "unavailable"}
+    assert search(config, "anything") == {
+        "hits": [],
+        "total": 0,
+        "truncated": False,
+        "fused": False,
+        "semantic": "unavailable",
+    }
     write_file(vault / "a.md", "")
     assert search(config, "anything")["total"] == 0
     assert search(config, "!!! ...")["total"] == 0  # no words at all
@@ -460,15 +502,16 @@ def test_cli_usage_errors(vault: Path, args: list[str], capsys: pytest.CaptureFi
 def test_installed_amem_searches_in_a_real_process(golden: Config, isolated_env: Path) -> None:
     script = Path(sys.executable).parent / "amem"
     command = [str(script)] if script.exists() else [sys.executable, "-m", "amem"]
-    done = subprocess.run([*command, "search", "认证"], cwd=isolated_env, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([*command, "search", "认证"], cwd=isolated_env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert ids(json.loads(done.stdout)) == GOLDEN_ORDER["认证"]
 
 
 def test_search_loads_neither_watchdog_nor_requests(golden: Config, isolated_env: Path) -> None:
-    code = ("import sys, amem.cli; amem.cli.run(['search', 'auth']); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'requests')))")
+    code = (
+        "import sys, amem.cli; amem.cli.run(['search', 'auth']); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('watchdog', 'requests')))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=isolated_env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -33,8 +33,17 @@ def test_words_are_folded_with_nfkc_and_case_folding() -> None:
 
 
 def test_words_are_letters_and_digits_only() -> None:
-    assert terms("snake_case kebab-case a.b v2 [[link|alias]]") == \
-        ["snake", "case", "kebab", "case", "a", "b", "v2", "link", "alias"]
+    assert terms("snake_case kebab-case a.b v2 [[link|alias]]") == [
+        "snake",
+        "case",
+        "kebab",
+        "case",
+        "a",
+        "b",
+        "v2",
+        "link",
+        "alias",
+    ]
 
 
 def test_cjk_runs_give_characters_and_overlapping_bigrams() -> None:
@@ -69,10 +78,35 @@ def test_title_key_folds_form_case_and_separators() -> None:
 
 # --- helpers -----------------------------------------------------------------------------------------
 
-QUERIES = ["alpha", "al", "beta gamma", "gamma delta", "认证", "认", "用户认证", "token 令牌", "note",
-           "zeta", "nothing-here", "x"]
-WORDS = ["alpha", "alphabet", "beta", "gamma", "delta", "epsilon", "zeta", "token", "用户认证令牌", "认证",
-         "令牌", "tokens", "gam"]
+QUERIES = [
+    "alpha",
+    "al",
+    "beta gamma",
+    "gamma delta",
+    "认证",
+    "认",
+    "用户认证",
+    "token 令牌",
+    "note",
+    "zeta",
+    "nothing-here",
+    "x",
+]
+WORDS = [
+    "alpha",
+    "alphabet",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "token",
+    "用户认证令牌",
+    "认证",
+    "令牌",
+    "tokens",
+    "gam",
+]
 
 
 def fresh_config(config: Config, cache: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
@@ -109,7 +143,8 @@ def random_note(rng: random.Random, ids: list[str]) -> str:
 
 @pytest.mark.parametrize("seed", [20261129, 1, 2])
 def test_incremental_index_equals_a_fresh_build_over_random_edits(
-        vault: Path, config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    vault: Path, config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
     rng = random.Random(seed)
     ids: list[str] = []
     for i in range(40):
@@ -119,8 +154,21 @@ def test_incremental_index_equals_a_fresh_build_over_random_edits(
     search(config, "warm up")
     counter = 100
     for step in range(60):
-        op = rng.choice(["create", "edit", "delete", "rename", "same-size", "same-size-same-mtime", "touch",
-                         "not-utf8", "create", "edit", "rewrite-many"])
+        op = rng.choice(
+            [
+                "create",
+                "edit",
+                "delete",
+                "rename",
+                "same-size",
+                "same-size-same-mtime",
+                "touch",
+                "not-utf8",
+                "create",
+                "edit",
+                "rewrite-many",
+            ]
+        )
         if op == "rewrite-many":  # more changes in one refresh than postings are edited in place for
             for note_id in rng.sample(ids, min(len(ids), 36)):
                 (vault / note_id).write_text(random_note(rng, ids), encoding="utf-8")
@@ -172,8 +220,7 @@ def test_every_kind_of_change_shows_on_the_next_search(vault: Path, config: Conf
     assert [h["id"] for h in search(config, "alpha")["hits"]] == ["b.md", "z.md"]
 
 
-def test_a_note_that_stops_or_starts_being_readable_loses_or_takes_back_its_links(
-        vault: Path, config: Config) -> None:
+def test_a_note_that_stops_or_starts_being_readable_loses_or_takes_back_its_links(vault: Path, config: Config) -> None:
     write_file(vault / "x.md", "# X\nfindme\n")
     write_file(vault / "sub/x.md", "# Sub X\nfindme\n")
     write_file(vault / "linker.md", "# Linker\nsee [[x]]\n")
@@ -212,7 +259,7 @@ def test_a_damaged_index_is_rebuilt_and_search_still_answers(vault: Path, config
         path.write_bytes(data[: len(data) // 2])
     else:
         middle = len(data) // 2 // 4096 * 4096
-        path.write_bytes(data[:middle] + b"\x00" * 8192 + data[middle + 8192:])
+        path.write_bytes(data[:middle] + b"\x00" * 8192 + data[middle + 8192 :])
     assert answers(config) == expected
 
 
@@ -228,12 +275,15 @@ def test_an_index_of_another_format_is_rebuilt(vault: Path, config: Config) -> N
 
 
 def test_concurrent_searches_in_real_processes_agree_and_leave_the_index_sound(
-        vault: Path, config: Config, isolated_env: Path) -> None:
+    vault: Path, config: Config, isolated_env: Path
+) -> None:
     small_vault(vault, 400)
     command = [sys.executable, "-m", "amem", "search", "alpha beta", "--limit", "50"]
     for _round in range(2):
-        procs = [subprocess.Popen(command, cwd=isolated_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for _ in range(4)]
+        procs = [
+            subprocess.Popen(command, cwd=isolated_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(4)
+        ]
         outputs = [proc.communicate(timeout=120) for proc in procs]
         assert all(proc.returncode == 0 for proc in procs), [err for _, err in outputs]
         assert len({out for out, _ in outputs}) == 1
@@ -253,7 +303,8 @@ class FakeTerminal(io.StringIO):
 
 
 def test_a_slow_build_shows_progress_on_a_terminal(
-        vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for i in range(300):
         write_file(vault / f"n{i}.md", f"# note {i}\nalpha\n")
     clock = iter(range(0, 10**6, 5))
@@ -267,7 +318,8 @@ def test_a_slow_build_shows_progress_on_a_terminal(
 
 
 def test_no_progress_when_stderr_is_not_a_terminal(
-        vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     for i in range(300):
         write_file(vault / f"n{i}.md", f"# note {i}\nalpha\n")
     clock = iter(range(0, 10**6, 5))

@@ -47,10 +47,16 @@ def read_text(config: Config, note_id: str) -> str:
 
 def test_append_to_new_note_creates_vault_and_stamps_created(config: Config, frozen_clock: Any) -> None:
     result = write_note(config, "notes/x", "hello")
-    assert result == {"id": "notes/x.md", "mode": "append", "bytes": len(read_text(config, "notes/x.md").encode()),
-                      "version": version_of((config.vault_root / "notes/x.md").read_bytes()), "created": True}
+    assert result == {
+        "id": "notes/x.md",
+        "mode": "append",
+        "bytes": len(read_text(config, "notes/x.md").encode()),
+        "version": version_of((config.vault_root / "notes/x.md").read_bytes()),
+        "created": True,
+    }
     assert read_text(config, "notes/x.md") == (
-        "---\ncreated: 2026-11-29T20:15:03+08:00\n---\n## 2026-11-29T20:15:03+08:00\n\nhello\n")
+        "---\ncreated: 2026-11-29T20:15:03+08:00\n---\n## 2026-11-29T20:15:03+08:00\n\nhello\n"
+    )
 
 
 def test_append_to_existing_note_stamps_updated_and_keeps_frontmatter(config: Config, frozen_clock: Any) -> None:
@@ -61,8 +67,10 @@ def test_append_to_existing_note_stamps_updated_and_keeps_frontmatter(config: Co
     result = write_note(config, "n", "more")
     assert result["created"] is False
     text = read_text(config, "n.md")
-    assert text == ("---\n# my comment\ntitle: Keep me\ntags: [a, b]\nupdated: 2026-11-29T20:15:03+08:00\n---\n"
-                    "Old body\n\n## 2026-11-29T20:15:03+08:00\n\nmore\n")
+    assert text == (
+        "---\n# my comment\ntitle: Keep me\ntags: [a, b]\nupdated: 2026-11-29T20:15:03+08:00\n---\n"
+        "Old body\n\n## 2026-11-29T20:15:03+08:00\n\nmore\n"
+    )
 
 
 def test_two_appends_in_one_second_share_a_heading(config: Config, frozen_clock: Any) -> None:
@@ -120,8 +128,12 @@ def test_overwrite_merges_frontmatter_and_stamps_updated(config: Config, frozen_
     result = write_note(config, "n", "---\ntitle: New\n---\nnew body\n", mode="overwrite")
     assert result["mode"] == "overwrite" and result["created"] is False
     note = parse_note(read_text(config, "n.md"))
-    assert note.frontmatter == {"title": "New", "tags": ["keep"], "created": "2026-01-01T09:00:00+08:00",
-                                "updated": "2026-11-29T20:16:03+08:00"}
+    assert note.frontmatter == {
+        "title": "New",
+        "tags": ["keep"],
+        "created": "2026-01-01T09:00:00+08:00",
+        "updated": "2026-11-29T20:16:03+08:00",
+    }
     assert note.body == "new body\n"
 
 
@@ -136,8 +148,7 @@ def test_overwrite_of_missing_note_adds_no_lifecycle_keys(config: Config, frozen
     write_note(config, "n", "just this", mode="overwrite")
     assert read_text(config, "n.md") == "just this"
     write_note(config, "m", "---\nupdated: 2026-01-01T00:00:00.123456+08:00\nother: x\n---\nbody", mode="overwrite")
-    assert parse_note(read_text(config, "m.md")).frontmatter == {"updated": "2026-01-01T00:00:00+08:00",
-                                                                  "other": "x"}
+    assert parse_note(read_text(config, "m.md")).frontmatter == {"updated": "2026-01-01T00:00:00+08:00", "other": "x"}
 
 
 def test_unparseable_lifecycle_values_are_kept(config: Config, frozen_clock: Any) -> None:
@@ -225,8 +236,9 @@ def test_symlink_to_outside_is_refused_and_nothing_written(config: Config, tmp_p
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize("raw", ["../escape", "/tmp/escape", "a\\..\\..\\escape", "C:/escape", "x\x00y",
-                                 "../../escape"])
+@pytest.mark.parametrize(
+    "raw", ["../escape", "/tmp/escape", "a\\..\\..\\escape", "C:/escape", "x\x00y", "../../escape"]
+)
 def test_refused_ids_touch_nothing_outside_the_vault(config: Config, tmp_path: Path, raw: str) -> None:
     before = sorted(p.name for p in tmp_path.rglob("*"))
     with pytest.raises(InvalidId):

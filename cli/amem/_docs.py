@@ -41,61 +41,88 @@ RECIPES = {
 #: Every environment variable amem reads, for the man page (tests/test_docs.py checks this list
 #: against the names the code mentions).
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
-    ("AMEM_VAULT", "The vault folder, relative to the working directory; overrides `vaultRoot`, overridden "
-                   "by --vault."),
+    (
+        "AMEM_VAULT",
+        "The vault folder, relative to the working directory; overrides `vaultRoot`, overridden by --vault.",
+    ),
     ("AMEM_CONFIG", "Read only this config file instead of the user and project files; overridden by --config."),
-    ("AMEM_TZ", "Time zone of every timestamp: an IANA name (Asia/Shanghai) or an offset (+08:00); overrides "
-                "`timezone`."),
+    (
+        "AMEM_TZ",
+        "Time zone of every timestamp: an IANA name (Asia/Shanghai) or an offset (+08:00); overrides `timezone`.",
+    ),
     ("AMEM_PROFILE", "The profile name `amem info` reports and --expect-profile checks."),
     ("AMEM_DEBUG", "When set, an unexpected internal error shows its Python traceback instead of a JSON error."),
     ("XDG_CONFIG_HOME", "Where the user config file lives (default ~/.config); only an absolute path counts."),
     ("XDG_CACHE_HOME", "Where the index and write locks live (default ~/.cache); only an absolute path counts."),
     ("XDG_STATE_HOME", "Where the watcher's spool lives (default ~/.local/state); only an absolute path counts."),
     ("HOME", "The base of the XDG defaults above."),
-    ("AGENTMEMORY_FS_WATCH_DIRS", "Comma-separated folders for `amem watch` when no DIR is given; overrides "
-                                  "`watch.dirs`."),
-    ("AGENTMEMORY_FS_WATCH_IGNORE", "Comma-separated regular expressions of paths (relative to their root) "
-                                    "that `amem watch` ignores; added to `watch.ignore` and --ignore."),
+    (
+        "AGENTMEMORY_FS_WATCH_DIRS",
+        "Comma-separated folders for `amem watch` when no DIR is given; overrides `watch.dirs`.",
+    ),
+    (
+        "AGENTMEMORY_FS_WATCH_IGNORE",
+        "Comma-separated regular expressions of paths (relative to their root) "
+        "that `amem watch` ignores; added to `watch.ignore` and --ignore.",
+    ),
     ("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "1 (or true, yes, on): preview files of any type, as --allow-binary."),
-    ("AGENTMEMORY_URL", "The agentmemory server for the watcher's server sink (default http://localhost:3111); "
-                        "setting it makes `server` the default sink."),
+    (
+        "AGENTMEMORY_URL",
+        "The agentmemory server for the watcher's server sink (default http://localhost:3111); "
+        "setting it makes `server` the default sink.",
+    ),
     ("AGENTMEMORY_SECRET", "Bearer token sent to the agentmemory server."),
-    ("AGENTMEMORY_PROJECT_NAME", "Project label for every observation; wins over AGENTMEMORY_PROJECT. "
-                                 "Whitespace-only counts as unset."),
+    (
+        "AGENTMEMORY_PROJECT_NAME",
+        "Project label for every observation; wins over AGENTMEMORY_PROJECT. Whitespace-only counts as unset.",
+    ),
     ("AGENTMEMORY_PROJECT", "The older name of AGENTMEMORY_PROJECT_NAME."),
-    ("AGENTMEMORY_SESSION_ID", "Session id for every observation (default: a new fs-watcher-\u2026 id per "
-                               "process)."),
+    ("AGENTMEMORY_SESSION_ID", "Session id for every observation (default: a new fs-watcher-\u2026 id per process)."),
     ("_AMEM_COMPLETE", "Set by the completion scripts when the shell asks amem for completions."),
 )
 
 FILES: tuple[tuple[str, str], ...] = (
     ("$XDG_CONFIG_HOME/amem/config.yaml", "The user config file (default ~/.config/amem/config.yaml)."),
-    ("<project root>/.amem/config.yaml", "The project config file; overrides the user file key by key. The "
-                                         "project root is the nearest folder upwards holding .amem/, else the "
-                                         "git top-level, else the working directory."),
+    (
+        "<project root>/.amem/config.yaml",
+        "The project config file; overrides the user file key by key. The "
+        "project root is the nearest folder upwards holding .amem/, else the "
+        "git top-level, else the working directory.",
+    ),
     ("<project root>/.amem/memory/", "The default vault."),
-    ("$XDG_CACHE_HOME/amem/vaults/<name>-<hash>/index.sqlite", "The vault's index (notes, titles, links, "
+    (
+        "$XDG_CACHE_HOME/amem/vaults/<name>-<hash>/index.sqlite",
+        "The vault's index (notes, titles, links, "
         "search terms, and the versions amem last saw, for `modifiedExternally`), one folder per vault. It "
-        "is only a cache: deleting it costs one rebuild."),
+        "is only a cache: deleting it costs one rebuild.",
+    ),
     ("$XDG_CACHE_HOME/amem/vaults/<name>-<hash>/locks/", "Per-note locks that serialise concurrent writers."),
-    ("$XDG_STATE_HOME/amem/spool/<server>-<hash>/", "The watcher's durable spool for the server sink: one "
+    (
+        "$XDG_STATE_HOME/amem/spool/<server>-<hash>/",
+        "The watcher's durable spool for the server sink: one "
         "file per observation (mode 0600, it holds previews) until the server has stored it; failed/ keeps "
-        "those the server rejected for good."),
+        "those the server rejected for good.",
+    ),
     ("<vault>/observations/YYYY-MM-DD.md", "Where the watcher's vault sink appends observations."),
 )
 
 EXAMPLES: tuple[tuple[str, str], ...] = (
-    ("Remember something, then find it again:",
-     "echo \"Auth tokens expire after 24 hours\" | amem write notes/auth --append\namem search \"auth token\""),
+    (
+        "Remember something, then find it again:",
+        'echo "Auth tokens expire after 24 hours" | amem write notes/auth --append\namem search "auth token"',
+    ),
     ("Read a note and the notes it links to, two levels deep:", "amem read decisions/keys --depth 2"),
-    ("Write only if nobody changed the note since it was read:",
-     "version=$(amem read notes/auth | jq -r .version)\n"
-     "amem write notes/auth --base-version \"$version\" \"One more fact.\""),
-    ("Show a note's history and bring back an older version:",
-     "amem history notes/auth\n"
-     "amem restore notes/auth HEAD~1 --base-version \"$(amem read notes/auth | jq -r .version)\""),
-    ("Check the identity before an agent writes:",
-     "amem info --expect-cwd \"$PWD\" --expect-vault \"$PWD/.amem/memory\""),
+    (
+        "Write only if nobody changed the note since it was read:",
+        "version=$(amem read notes/auth | jq -r .version)\n"
+        'amem write notes/auth --base-version "$version" "One more fact."',
+    ),
+    (
+        "Show a note's history and bring back an older version:",
+        "amem history notes/auth\n"
+        'amem restore notes/auth HEAD~1 --base-version "$(amem read notes/auth | jq -r .version)"',
+    ),
+    ("Check the identity before an agent writes:", 'amem info --expect-cwd "$PWD" --expect-vault "$PWD/.amem/memory"'),
     ("Turn edits under a project into observations in the vault:", "amem watch ~/work/my-repo --sink vault"),
 )
 
@@ -172,8 +199,18 @@ def update_readme(text: str, root: Path) -> str:
 
 # --- man page -----------------------------------------------------------------------------------------
 
-_SPECIAL = {"\u2026": "\\&...", "\u2192": "\\(->", "\u2014": "\\(em", "\u2013": "\\(en", "\u00d7": "\\(mu",
-            "\u2018": "\\(oq", "\u2019": "\\(cq", "\u201c": "\\(lq", "\u201d": "\\(rq", "\u00b1": "\\(+-"}
+_SPECIAL = {
+    "\u2026": "\\&...",
+    "\u2192": "\\(->",
+    "\u2014": "\\(em",
+    "\u2013": "\\(en",
+    "\u00d7": "\\(mu",
+    "\u2018": "\\(oq",
+    "\u2019": "\\(cq",
+    "\u201c": "\\(lq",
+    "\u201d": "\\(rq",
+    "\u00b1": "\\(+-",
+}
 _OPTION = re.compile(r"(?<![\w.-])--?[A-Za-z][\w-]*")
 _CODE = re.compile(r"`([^`]+)`")
 
@@ -263,17 +300,22 @@ def man_page() -> str:
     lines += [".SH FILES"]
     for path, meaning in FILES:
         lines += [".TP", f"\\fI{roff(path)}\\fR", roff(meaning)]
-    lines += [".SH EXIT STATUS",
-              "On failure amem prints {\"error\": {\"code\": ..., \"message\": ...}} on stderr and exits with "
-              "the status of its code:"]
+    lines += [
+        ".SH EXIT STATUS",
+        'On failure amem prints {"error": {"code": ..., "message": ...}} on stderr and exits with '
+        "the status of its code:",
+    ]
     for code, (status, meaning) in EXIT_CODES.items():
         lines += [".TP", f"\\fB{status}\\fR", f"\\fB{roff(code)}\\fR: {roff(meaning)}"]
     lines += [".TP", "\\fB130\\fR", "Interrupted (Ctrl-C)."]
     lines += [".SH EXAMPLES"]
     for caption, code in EXAMPLES:
         lines += [".PP", roff(caption), ".PP", ".RS", ".nf", roff(code), ".fi", ".RE"]
-    lines += [".SH SEE ALSO", "\\fBgit\\fR(1), \\fBjq\\fR(1), and the README of the amem source for recipes: "
-              "a git post-commit hook, a search-and-open shell function, an agent's read-then-write loop."]
+    lines += [
+        ".SH SEE ALSO",
+        "\\fBgit\\fR(1), \\fBjq\\fR(1), and the README of the amem source for recipes: "
+        "a git post-commit hook, a search-and-open shell function, an agent's read-then-write loop.",
+    ]
     return "\n".join(lines) + "\n"
 
 

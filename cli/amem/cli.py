@@ -50,8 +50,14 @@ class AmemGroup(click.Group):
         command: click.Command = module.command
         return command
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if os.environ.get(complete_var or "_AMEM_COMPLETE"):
             # A shell's TAB (or a request for a script): Click must answer with amem's pinned scripts
             # and reply formats, not its own, which differ between Click releases (see completion.py).
@@ -61,17 +67,20 @@ class AmemGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         code = _run_translating_errors(
-            lambda: super(AmemGroup, self).main(args, prog_name or "amem", complete_var, standalone_mode=False,
-                                                **extra))
+            lambda: super(AmemGroup, self).main(args, prog_name or "amem", complete_var, standalone_mode=False, **extra)
+        )
         sys.exit(code)
-
 
 
 @click.group(cls=AmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="amem", message="%(prog)s %(version)s")
 @click.option("--vault", metavar="PATH", help="Vault folder (overrides AMEM_VAULT and vaultRoot).")
-@click.option("--config", "config_file", metavar="FILE",
-              help="Read only this config file (overrides AMEM_CONFIG and the default files).")
+@click.option(
+    "--config",
+    "config_file",
+    metavar="FILE",
+    help="Read only this config file (overrides AMEM_CONFIG and the default files).",
+)
 @click.pass_context
 def cli(ctx: click.Context, vault: str | None, config_file: str | None) -> None:
     """A memory for shell scripts, git hooks and AI coding agents, kept as plain Markdown.

@@ -91,10 +91,10 @@ def id_candidates(ids: list[str], incomplete: str, extensions: tuple[str, ...]) 
     offered: list[str] = []
     last_folder = None
     # Sorted ids: every match lies in one run starting at the first id >= incomplete.
-    for note_id in ids[bisect_left(ids, incomplete):]:
+    for note_id in ids[bisect_left(ids, incomplete) :]:
         if not note_id.startswith(incomplete):
             break
-        rest = note_id[len(folder):]
+        rest = note_id[len(folder) :]
         slash = rest.find("/")
         if slash >= 0:
             sub = folder + rest[: slash + 1]

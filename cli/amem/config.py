@@ -19,8 +19,17 @@ SINK_NAMES = ("server", "vault", "stdout")
 DEFAULT_SERVER_URL = "http://localhost:3111"
 
 _TOP_KEYS = {
-    "vaultRoot", "extensions", "maxLinkDepth", "maxSearchResults", "indexHiddenDirs", "excludeDirs",
-    "timezone", "bundleName", "bundleVersion", "git", "watch",
+    "vaultRoot",
+    "extensions",
+    "maxLinkDepth",
+    "maxSearchResults",
+    "indexHiddenDirs",
+    "excludeDirs",
+    "timezone",
+    "bundleName",
+    "bundleVersion",
+    "git",
+    "watch",
 }
 _GIT_KEYS = {"autoCommit"}
 _WATCH_KEYS = {"dirs", "ignore", "allowBinary", "url", "secret", "project", "sessionId", "debounceMs", "sinks"}
@@ -203,7 +212,7 @@ class _Validator:
             raise self.fail(key, "must list at least one extension")
         for ext in exts:
             if not re.fullmatch(r"\.[^./\\\x00]+", ext):
-                raise self.fail(key, f"{ext!r} is not an extension such as \".md\"")
+                raise self.fail(key, f'{ext!r} is not an extension such as ".md"')
         return exts
 
     def regexes(self, key: str, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -230,8 +239,14 @@ class _Validator:
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "a mapping"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a mapping",
+    }.get(type(value), type(value).__name__)
 
 
 def _apply_file(values: dict[str, Any], data: Mapping[str, Any], check: _Validator, base: Path) -> None:
@@ -355,8 +370,9 @@ def load_config(
             raise ConfigError(f"config file {path} (from {source}) does not exist", file=str(path))
         files = [path]
     else:
-        files = [p for p in (config_home() / "amem" / "config.yaml", project_root / ".amem" / "config.yaml")
-                 if p.is_file()]
+        files = [
+            p for p in (config_home() / "amem" / "config.yaml", project_root / ".amem" / "config.yaml") if p.is_file()
+        ]
     for path in files:
         _apply_file(values, _read_yaml(path), _Validator(str(path), warnings), path.parent)
 

@@ -39,8 +39,10 @@ def timed(command: list[str], env: dict[str, str]) -> float:
 
 def peak_rss_mib(command: list[str], env: dict[str, str]) -> float:
     """Peak resident memory of one run, measured in a fresh parent so that no other child counts."""
-    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    probe = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, env=env)
     return int(out.stdout.strip()) / 1024
 

@@ -109,9 +109,14 @@ def main() -> None:
     home = work / "home"
     for sub in (".config", ".cache", ".local/state"):
         (home / sub).mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local/state"),
-               AMEM_VAULT=str(work / "vault"))
+    env = dict(
+        os.environ,
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        AMEM_VAULT=str(work / "vault"),
+    )
     for name in list(env):
         if name.startswith("AGENTMEMORY_"):
             del env[name]
@@ -120,8 +125,10 @@ def main() -> None:
     if not root.exists():
         t0 = time.monotonic()
         folders = generate(root)
-        print(f"generated {folders} folders, {folders * FILES_PER_FOLDER} files and node_modules "
-              f"({PACKAGES * (PACKAGE_FOLDERS + 1)} folders) in {time.monotonic() - t0:.1f} s")
+        print(
+            f"generated {folders} folders, {folders * FILES_PER_FOLDER} files and node_modules "
+            f"({PACKAGES * (PACKAGE_FOLDERS + 1)} folders) in {time.monotonic() - t0:.1f} s"
+        )
     else:
         folders = TOP_FOLDERS * (SUB_FOLDERS + 1)
 
@@ -139,9 +146,23 @@ def main() -> None:
     err_path = work / "watch.stderr"
     with open(err_path, "wb") as err:
         spawned = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "amem", "watch", str(root), "--url", server.url,
-                                 "--debounce-ms", str(args.debounce_ms)], stderr=err, stdout=subprocess.DEVNULL,
-                                env=env, cwd=work)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "amem",
+                "watch",
+                str(root),
+                "--url",
+                server.url,
+                "--debounce-ms",
+                str(args.debounce_ms),
+            ],
+            stderr=err,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            cwd=work,
+        )
         try:
             wait_for(lambda: "observations go to" in err_path.read_text(), 120, "the watcher to start")
             results["start (spawn → watching, incl. interpreter)"] = f"{time.monotonic() - spawned:.2f} s"
@@ -160,8 +181,9 @@ def main() -> None:
                 wait_for(lambda m=marker: m in arrivals, 30, f"latency sample {i}")
                 latencies.append(arrivals[marker] - t_write)
             results["write → delivery p50"] = f"{statistics.median(latencies) * 1000:.0f} ms"
-            results["write → delivery p95"] = f"{percentile(latencies, 0.95) * 1000:.0f} ms " \
-                                              f"(goal ≤ {args.debounce_ms + 250} ms)"
+            results["write → delivery p95"] = (
+                f"{percentile(latencies, 0.95) * 1000:.0f} ms (goal ≤ {args.debounce_ms + 250} ms)"
+            )
 
             # A burst: 1,000 files changed at once.
             burst = [root / f"pkg{i // 25:02d}" / f"mod{i % 25:02d}" / "file9.ts" for i in range(1000)]

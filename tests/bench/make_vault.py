@@ -14,16 +14,82 @@ import itertools
 import random
 from pathlib import Path
 
-_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "shi", "vo", "ze", "qua", "bri", "dor", "fen", "gal",
-              "hux", "jin", "mar", "pel", "sot", "wex")
+_SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ru",
+    "ta",
+    "shi",
+    "vo",
+    "ze",
+    "qua",
+    "bri",
+    "dor",
+    "fen",
+    "gal",
+    "hux",
+    "jin",
+    "mar",
+    "pel",
+    "sot",
+    "wex",
+)
 #: Stop words are in nearly every note; topic words sit at mid ranks (see `vocabulary`), as in a real vault.
 _STOPWORDS = ("the", "and", "of", "to", "in", "is", "for", "with", "on", "that", "it", "as")
-_TOPICS = ("auth", "token", "session", "cache", "index", "search", "memory", "agent", "commit", "hook",
-           "config", "vault", "note", "link", "query", "server", "client", "request", "authentication",
-           "authorization", "database", "migration", "deploy", "release", "review", "error", "retry",
-           "timeout", "latency", "schema", "python", "rust", "shell", "script")
-_CHINESE = ("用户认证令牌", "搜索索引", "会话缓存", "数据库迁移", "部署发布", "代码审查", "错误重试",
-            "记忆工具", "双向链接", "配置文件", "性能测试", "中文分词", "超时处理", "日志记录")
+_TOPICS = (
+    "auth",
+    "token",
+    "session",
+    "cache",
+    "index",
+    "search",
+    "memory",
+    "agent",
+    "commit",
+    "hook",
+    "config",
+    "vault",
+    "note",
+    "link",
+    "query",
+    "server",
+    "client",
+    "request",
+    "authentication",
+    "authorization",
+    "database",
+    "migration",
+    "deploy",
+    "release",
+    "review",
+    "error",
+    "retry",
+    "timeout",
+    "latency",
+    "schema",
+    "python",
+    "rust",
+    "shell",
+    "script",
+)
+_CHINESE = (
+    "用户认证令牌",
+    "搜索索引",
+    "会话缓存",
+    "数据库迁移",
+    "部署发布",
+    "代码审查",
+    "错误重试",
+    "记忆工具",
+    "双向链接",
+    "配置文件",
+    "性能测试",
+    "中文分词",
+    "超时处理",
+    "日志记录",
+)
 _FOLDERS = ("projects", "people", "daily", "notes", "research", "ops", "design", "meetings")
 _TAGS = ("auth", "infra", "perf", "search", "ui", "db", "todo", "idea", "bug", "doc")
 
@@ -79,8 +145,12 @@ def render(i: int, ids: list[str], rng: random.Random, words: list[str], cum_wei
     if rng.random() < 0.1:
         title_words.append(rng.choice(_CHINESE))
     title = " ".join(title_words).title()
-    lines = ["---", f"title: {title}", f"tags: [{', '.join(rng.sample(_TAGS, rng.randint(1, 3)))}]",
-             f"created: 2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"]
+    lines = [
+        "---",
+        f"title: {title}",
+        f"tags: [{', '.join(rng.sample(_TAGS, rng.randint(1, 3)))}]",
+        f"created: 2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+    ]
     if rng.random() < 0.05:
         lines.append(f"expires: 20{rng.randint(20, 35)}-01-01")
     lines += ["---", f"# {title}", ""]

@@ -96,7 +96,8 @@ class StandInServer:
         except ValueError:
             payload = None
         if not isinstance(payload, dict) or not all(
-                isinstance(payload.get(k), str) and payload[k].strip() for k in REQUIRED):
+            isinstance(payload.get(k), str) and payload[k].strip() for k in REQUIRED
+        ):
             return 400, {"error": "hookType, sessionId, project, cwd, and timestamp are required strings"}
         if self.forced:
             return self.forced.pop(0)
@@ -114,8 +115,13 @@ class StandInServer:
             return 201, {"deduplicated": True, "sessionId": session_id}
         session = self.sessions.get(session_id)
         if session is None:
-            session = {"id": session_id, "project": payload["project"], "cwd": payload["cwd"],
-                       "observationCount": 0, "startedAt": payload["timestamp"]}
+            session = {
+                "id": session_id,
+                "project": payload["project"],
+                "cwd": payload["cwd"],
+                "observationCount": 0,
+                "startedAt": payload["timestamp"],
+            }
             self.sessions[session_id] = session
         if session["observationCount"] >= self.session_cap:
             return 201, {"success": False, "error": f"Session observation limit reached ({self.session_cap})"}

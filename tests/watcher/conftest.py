@@ -96,13 +96,15 @@ class RunningWatcher:
         return self.summary
 
     def files(self, kind: str | None = None) -> list[str]:
-        return [o["data"]["files"][0] for o in list(self.observations)
-                if kind is None or o["data"]["changeKind"] == kind]
+        return [
+            o["data"]["files"][0] for o in list(self.observations) if kind is None or o["data"]["changeKind"] == kind
+        ]
 
     def wait_for(self, rel: str, kind: str = "file_change", count: int = 1) -> list[dict[str, Any]]:
         def found() -> list[dict[str, Any]]:
-            hits = [o for o in list(self.observations)
-                    if o["data"]["files"] == [rel] and o["data"]["changeKind"] == kind]
+            hits = [
+                o for o in list(self.observations) if o["data"]["files"] == [rel] and o["data"]["changeKind"] == kind
+            ]
             return hits if len(hits) >= count else []
 
         return wait_until(found, message=f"{kind} of {rel}")  # type: ignore[no-any-return]
@@ -112,11 +114,11 @@ class RunningWatcher:
 def make_watcher() -> Iterator[Callable[..., RunningWatcher]]:
     """make_watcher(roots, sinks=("stdout",), start=True, **flags or WatchOptions fields)."""
     running: list[RunningWatcher] = []
-    flag_names = {"url", "secret", "project", "session_id", "ignore", "allow_binary", "debounce_ms",
-                  "no_gitignore"}
+    flag_names = {"url", "secret", "project", "session_id", "ignore", "allow_binary", "debounce_ms", "no_gitignore"}
 
-    def make(roots: Any, sinks: tuple[str, ...] = ("stdout",), *, start: bool = True, cwd: str | None = None,
-             **kwargs: Any) -> RunningWatcher:
+    def make(
+        roots: Any, sinks: tuple[str, ...] = ("stdout",), *, start: bool = True, cwd: str | None = None, **kwargs: Any
+    ) -> RunningWatcher:
         roots = [str(r) for r in (roots if isinstance(roots, list | tuple) else [roots])]
         flags = {k: v for k, v in kwargs.items() if k in flag_names}
         extra = {"retry_initial": 0.05, "retry_max": 0.2, "drain_timeout": 2.0}
@@ -128,8 +130,9 @@ def make_watcher() -> Iterator[Callable[..., RunningWatcher]]:
         logs: list[str] = []
         warnings: list[str] = []
         out = io.StringIO()
-        handle = RunningWatcher(Watcher(options, config=config, stdout=out, log=logs.append,
-                                        warn=warnings.append), out, logs, warnings)
+        handle = RunningWatcher(
+            Watcher(options, config=config, stdout=out, log=logs.append, warn=warnings.append), out, logs, warnings
+        )
         running.append(handle)
         return handle.start() if start else handle
 

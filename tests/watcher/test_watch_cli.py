@@ -38,8 +38,9 @@ def error_of(stderr: str) -> dict[str, Any]:
 # --- precedence: flags > environment > config files > defaults ---------------------------------------
 
 
-def test_environment_lists_are_trimmed_and_cli_roots_replace_them(monkeypatch: pytest.MonkeyPatch,
-                                                                 tmp_path: Path) -> None:
+def test_environment_lists_are_trimmed_and_cli_roots_replace_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_DIRS", f" {tmp_path}/a , {tmp_path}/b ,, ")
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_IGNORE", r" foo$ , ^bar/ ")
     config = load_config()
@@ -82,15 +83,18 @@ def test_default_sink_follows_the_url(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("AGENTMEMORY_URL", "http://env:3111/")
     options = resolve_options(load_config(), dirs=dirs)
     assert options.sinks == ("server",) and options.url == "http://env:3111"
-    assert resolve_options(load_config(), dirs=dirs, sinks=["stdout", "vault", "stdout"]).sinks == ("stdout",
-                                                                                                   "vault")
+    assert resolve_options(load_config(), dirs=dirs, sinks=["stdout", "vault", "stdout"]).sinks == ("stdout", "vault")
 
 
 def test_config_file_watch_keys_and_flags_over_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    config_file = write_file(tmp_path / "amem.yaml", (
-        "watch:\n  dirs: [src]\n  ignore: ['\\.tmp$']\n  allowBinary: true\n  url: http://cfg:1\n"
-        "  secret: cfg-secret\n  project: cfg-project\n  sessionId: cfg-session\n  debounceMs: 900\n"
-        "  sinks: [stdout]\n"))
+    config_file = write_file(
+        tmp_path / "amem.yaml",
+        (
+            "watch:\n  dirs: [src]\n  ignore: ['\\.tmp$']\n  allowBinary: true\n  url: http://cfg:1\n"
+            "  secret: cfg-secret\n  project: cfg-project\n  sessionId: cfg-session\n  debounceMs: 900\n"
+            "  sinks: [stdout]\n"
+        ),
+    )
     monkeypatch.setenv("AMEM_CONFIG", str(config_file))
     monkeypatch.setenv("AGENTMEMORY_SECRET", "env-secret")
     config = load_config()
@@ -101,9 +105,19 @@ def test_config_file_watch_keys_and_flags_over_them(monkeypatch: pytest.MonkeyPa
     assert options.url == "http://cfg:1" and options.secret == "env-secret"
     assert options.project == "cfg-project" and options.session_id == "cfg-session"
     assert options.sinks == ("stdout",)
-    flagged = resolve_options(config, dirs=["d"], url="http://flag:2", secret="flag-secret", project="flag-p",
-                              session_id="flag-s", ignore=[r"\.bak$"], allow_binary=False, debounce_ms=50,
-                              sinks=["server"], no_gitignore=True)
+    flagged = resolve_options(
+        config,
+        dirs=["d"],
+        url="http://flag:2",
+        secret="flag-secret",
+        project="flag-p",
+        session_id="flag-s",
+        ignore=[r"\.bak$"],
+        allow_binary=False,
+        debounce_ms=50,
+        sinks=["server"],
+        no_gitignore=True,
+    )
     assert flagged.url == "http://flag:2" and flagged.secret == "flag-secret"
     assert flagged.project == "flag-p" and flagged.session_id == "flag-s"
     assert flagged.ignore == (r"\.tmp$", r"\.bak$")  # ignore lists add up
@@ -111,8 +125,7 @@ def test_config_file_watch_keys_and_flags_over_them(monkeypatch: pytest.MonkeyPa
     assert flagged.sinks == ("server",) and flagged.use_gitignore is False
 
 
-def test_allow_binary_from_the_environment_and_the_flags(monkeypatch: pytest.MonkeyPatch,
-                                                        tmp_path: Path) -> None:
+def test_allow_binary_from_the_environment_and_the_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dirs = [str(tmp_path)]
     assert resolve_options(load_config(), dirs=dirs).allow_binary is False
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "1")
@@ -153,8 +166,9 @@ def test_no_attachable_root_exits_with_the_watch_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("args", [["--ignore", "(unclosed", "."], ["--sink", "bogus", "."],
-                                  ["--debounce-ms", "-1", "."], ["--nope", "."]])
+@pytest.mark.parametrize(
+    "args", [["--ignore", "(unclosed", "."], ["--sink", "bogus", "."], ["--debounce-ms", "-1", "."], ["--nope", "."]]
+)
 def test_bad_options_are_usage_errors(args: list[str]) -> None:
     result = invoke(*args)
     assert result.exit_code == 2
@@ -164,8 +178,18 @@ def test_bad_options_are_usage_errors(args: list[str]) -> None:
 def test_help_describes_every_option() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    for option in ("--sink", "--url", "--secret", "--project", "--session-id", "--ignore", "--allow-binary",
-                   "--no-allow-binary", "--debounce-ms", "--no-gitignore"):
+    for option in (
+        "--sink",
+        "--url",
+        "--secret",
+        "--project",
+        "--session-id",
+        "--ignore",
+        "--allow-binary",
+        "--no-allow-binary",
+        "--debounce-ms",
+        "--no-gitignore",
+    ):
         assert option in result.stdout
 
 
@@ -183,8 +207,19 @@ def test_a_full_run_in_process_until_sigint(tmp_path: Path, standin: StandInServ
 
     thread = threading.Thread(target=drive, daemon=True)
     thread.start()
-    result = invoke(str(root), "--url", standin.url, "--sink", "server", "--sink", "stdout",
-                    "--debounce-ms", "50", "--project", "cli-run")
+    result = invoke(
+        str(root),
+        "--url",
+        standin.url,
+        "--sink",
+        "server",
+        "--sink",
+        "stdout",
+        "--debounce-ms",
+        "50",
+        "--project",
+        "cli-run",
+    )
     thread.join()
     assert result.exit_code == 0
     lines = [json.loads(line) for line in result.stdout.splitlines()]
@@ -203,10 +238,12 @@ class AmemProcess:
         self.out_path = tmp_path / f"{name}.stdout"
         self._err = open(self.err_path, "wb")  # noqa: SIM115 - closed in wait()
         self._out = open(self.out_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, "-m", "amem", "watch", *args], stdout=self._out,
-                                     stderr=self._err, env=dict(os.environ))
-        wait_until(lambda: "observations go to" in self.stderr or self.proc.poll() is not None,
-                   message="the watcher to start")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "amem", "watch", *args], stdout=self._out, stderr=self._err, env=dict(os.environ)
+        )
+        wait_until(
+            lambda: "observations go to" in self.stderr or self.proc.poll() is not None, message="the watcher to start"
+        )
         assert self.proc.poll() is None, self.stderr
 
     @property
@@ -272,8 +309,11 @@ def test_stdout_reader_going_away_stops_the_watcher(tmp_path: Path) -> None:
     root.mkdir()
     err = tmp_path / "pipe.stderr"
     with open(err, "wb") as err_handle:
-        proc = subprocess.Popen([sys.executable, "-m", "amem", "watch", str(root), "--sink", "stdout",
-                                 "--debounce-ms", "50"], stdout=subprocess.PIPE, stderr=err_handle)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "amem", "watch", str(root), "--sink", "stdout", "--debounce-ms", "50"],
+            stdout=subprocess.PIPE,
+            stderr=err_handle,
+        )
         wait_until(lambda: "observations go to" in err.read_text(), message="the watcher to start")
         write_file(root / "one.md", "1")
         assert proc.stdout is not None

@@ -120,9 +120,20 @@ def test_default_ignores_produce_nothing(make_watcher: Make, tree: Path) -> None
     for folder in ("node_modules/pkg", ".git", "dist", "build", ".next", ".turbo", "coverage"):
         (tree / folder).mkdir(parents=True)
     w = make_watcher(tree)
-    for rel in ("node_modules/ignored.js", "node_modules/pkg/index.js", ".git/HEAD", "dist/app.js",
-                "build/out.js", ".next/x.js", ".turbo/x", "coverage/lcov.info", ".DS_Store", "debug.log",
-                "yarn.lock", "sub/.DS_Store"):
+    for rel in (
+        "node_modules/ignored.js",
+        "node_modules/pkg/index.js",
+        ".git/HEAD",
+        "dist/app.js",
+        "build/out.js",
+        ".next/x.js",
+        ".turbo/x",
+        "coverage/lcov.info",
+        ".DS_Store",
+        "debug.log",
+        "yarn.lock",
+        "sub/.DS_Store",
+    ):
         write_file(tree / rel, "ignored")
     write_file(tree / "node_modules" / "late" / "x.js", "a new folder inside node_modules")
     write_file(tree / "marker.md", "m")
@@ -198,8 +209,7 @@ def test_binary_files_path_only_unless_allowed(make_watcher: Make, tree: Path) -
     assert obs["data"]["content"].startswith("photo.jpg (11 bytes)\n\n")
 
 
-def test_a_sub_folder_of_a_git_repository_is_labelled_with_the_repository(make_watcher: Make,
-                                                                          tmp_path: Path) -> None:
+def test_a_sub_folder_of_a_git_repository_is_labelled_with_the_repository(make_watcher: Make, tmp_path: Path) -> None:
     repo = tmp_path / "acme-api"
     sub = repo / "services" / "billing"
     sub.mkdir(parents=True)
@@ -282,8 +292,10 @@ def test_overlapping_and_repeated_roots(make_watcher: Make, tree: Path) -> None:
 def test_stopping_flushes_pending_changes(make_watcher: Make, tree: Path) -> None:
     w = make_watcher(tree, debounce_ms=60_000)
     write_file(tree / "pending.md", "not yet flushed")
-    wait_until(lambda: w.watcher._debouncer is not None and w.watcher._debouncer.pending == 1,
-               message="the change to be pending")
+    wait_until(
+        lambda: w.watcher._debouncer is not None and w.watcher._debouncer.pending == 1,
+        message="the change to be pending",
+    )
     assert w.observations == []
     summary = w.stop()
     assert w.files() == ["pending.md"]
@@ -320,8 +332,9 @@ def test_ignored_folders_cost_no_watches(make_watcher: Make, tree: Path) -> None
     assert inotify_watch_lines(tree_watcher._fd) == expected + 1
 
 
-def test_no_feedback_loop_when_the_vault_lives_in_the_project(make_watcher: Make, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_feedback_loop_when_the_vault_lives_in_the_project(
+    make_watcher: Make, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = tmp_path / "proj"
     (project / ".amem").mkdir(parents=True)
     monkeypatch.delenv("AMEM_VAULT")
@@ -331,8 +344,9 @@ def test_no_feedback_loop_when_the_vault_lives_in_the_project(make_watcher: Make
     w = make_watcher(project, ("vault", "stdout"), cwd=str(project))
     write_file(project / "src" / "app.py", "print('hi')\n")
     w.wait_for("src/app.py")
-    note = wait_until(lambda: list((project / ".amem" / "memory" / "observations").glob("*.md")),
-                      message="the daily note")
+    note = wait_until(
+        lambda: list((project / ".amem" / "memory" / "observations").glob("*.md")), message="the daily note"
+    )
     assert "src/app.py" in note[0].read_text()
     assert list((project / "cache").rglob("*")), "the vault core keeps its index in the cache"
     settle(lambda: w.files() == ["src/app.py"], quiet=1.0)

@@ -44,8 +44,7 @@ def test_change_observation_has_the_source_shape(tmp_path: Path) -> None:
     assert obs["cwd"] == str(tmp_path)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", obs["timestamp"])
     data = obs["data"]
-    assert list(data)[:8] == ["source", "changeKind", "files", "content", "rootDir", "absPath", "size",
-                              "truncated"]
+    assert list(data)[:8] == ["source", "changeKind", "files", "content", "rootDir", "absPath", "size", "truncated"]
     assert data["source"] == "filesystem-watcher"
     assert data["changeKind"] == "file_change"
     assert data["files"] == ["notes.md"]
@@ -55,7 +54,8 @@ def test_change_observation_has_the_source_shape(tmp_path: Path) -> None:
     assert data["size"] == 12 and data["truncated"] is False
     assert data["tool_name"] == "fs_watcher_change"
     assert data["tool_input"] == {
-        "path": "notes.md", "changeKind": "file_change",
+        "path": "notes.md",
+        "changeKind": "file_change",
         "sha256": "a948904f2f0f479b8f8197694b30184b0d2ed1c1cd2a1ec0fb85d299a192a447",
     }
     assert data["tool_output"] == data["content"]
@@ -129,10 +129,21 @@ def test_binary_files_send_the_path_only_unless_allowed(tmp_path: Path) -> None:
     assert "PASSWORD=[REDACTED]" in allowed["data"]["content"]
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("a.ts", True), ("A.PY", True), ("x.graphql", True), (".env", True), (".env.local", True),
-    ("prod.env", True), ("x.png", False), ("Makefile", False), ("x.env.bak", False), (".envrc", False),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("a.ts", True),
+        ("A.PY", True),
+        ("x.graphql", True),
+        (".env", True),
+        (".env.local", True),
+        ("prod.env", True),
+        ("x.png", False),
+        ("Makefile", False),
+        ("x.env.bak", False),
+        (".envrc", False),
+    ],
+)
 def test_text_files_by_extension_and_env_by_name(name: str, text: bool) -> None:
     assert is_text_file(name) is text
 

@@ -8,9 +8,11 @@ from hypothesis import strategies as st
 
 from amem.watcher.redact import REDACTED, is_sensitive_key, redact
 
-LONG_JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
-            "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ."
-            "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+LONG_JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ."
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
 
 
 # --- the source's cases -----------------------------------------------------------------------------
@@ -26,9 +28,26 @@ def test_env_file_redacts_sensitive_keys_and_keeps_public_ones() -> None:
     assert "sk-live-abc123" not in out and "hunter2" not in out
 
 
-@pytest.mark.parametrize("key", ["api_key", "apiKey", "ACCESS_TOKEN", "access-key", "Authorization", "bearer",
-                                 "client_secret", "password", "passwd", "private_key", "PWD", "secret",
-                                 "github_token", "x-api-key", "aws_secret_access_key"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "api_key",
+        "apiKey",
+        "ACCESS_TOKEN",
+        "access-key",
+        "Authorization",
+        "bearer",
+        "client_secret",
+        "password",
+        "passwd",
+        "private_key",
+        "PWD",
+        "secret",
+        "github_token",
+        "x-api-key",
+        "aws_secret_access_key",
+    ],
+)
 def test_every_sensitive_word_is_recognised(key: str) -> None:
     assert is_sensitive_key(key)
     assert redact(f"{key}=s3cr3tvalue") == f"{key}={REDACTED}"
@@ -70,15 +89,19 @@ def test_a_short_bearer_word_stays() -> None:
 
 
 def test_multiline_pem_keeps_markers() -> None:
-    text = ("before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nZmFrZWtleWJvZHk=\n"
-            "-----END RSA PRIVATE KEY-----\nafter")
+    text = (
+        "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nZmFrZWtleWJvZHk=\n"
+        "-----END RSA PRIVATE KEY-----\nafter"
+    )
     out = redact(text)
     assert out == "before\n-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]\n-----END RSA PRIVATE KEY-----\nafter"
 
 
 def test_inline_pem_in_one_json_line_keeps_markers() -> None:
-    text = ('{"type":"service_account","private_key":"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBg\\n'
-            '-----END PRIVATE KEY-----\\n","client_email":"bot@example.iam"}')
+    text = (
+        '{"type":"service_account","private_key":"-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBg\\n'
+        '-----END PRIVATE KEY-----\\n","client_email":"bot@example.iam"}'
+    )
     out = redact(text)
     assert "-----BEGIN PRIVATE KEY-----\\n[REDACTED]\\n-----END PRIVATE KEY-----" in out
     assert "MIIEvQIBADANBg" not in out
@@ -132,13 +155,16 @@ def test_url_credentials() -> None:
     assert "redis://:[REDACTED]@cache:6379" in out
 
 
-@pytest.mark.parametrize("token", [
-    "AKIAIOSFODNN7EXAMPLE",
-    "ghp_" + "A1b2C3d4" * 5,
-    "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
-    "xoxb-123456789012-abcdefABCDEF",
-    "sk-proj-4fGh7Jk9LmN0pQrStUvWxYz12",
-])
+@pytest.mark.parametrize(
+    "token",
+    [
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_" + "A1b2C3d4" * 5,
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+        "xoxb-123456789012-abcdefABCDEF",
+        "sk-proj-4fGh7Jk9LmN0pQrStUvWxYz12",
+    ],
+)
 def test_well_known_token_shapes(token: str) -> None:
     out = redact(f"note: the value {token} was pasted here")
     assert token not in out and REDACTED in out
@@ -166,10 +192,20 @@ def test_crlf_lines() -> None:
 
 # --- properties -------------------------------------------------------------------------------------
 
-SECRETS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", min_size=12,
-                  max_size=40)
-KEYS = st.sampled_from(["API_KEY", "password", "client_secret", "githubToken", "PRIVATE-KEY", "db_passwd",
-                        "Authorization", "access_token", "x_api_key"])
+SECRETS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", min_size=12, max_size=40)
+KEYS = st.sampled_from(
+    [
+        "API_KEY",
+        "password",
+        "client_secret",
+        "githubToken",
+        "PRIVATE-KEY",
+        "db_passwd",
+        "Authorization",
+        "access_token",
+        "x_api_key",
+    ]
+)
 FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
 
 
@@ -177,7 +213,7 @@ def placements(secret: str, key: str) -> list[str]:
     jwt = f"eyJhbGciOiJIUzI1NiJ9.eyJ{secret}{'Q' * 60}.{secret}sig"
     return [
         f"{key}={secret}",
-        f"export {key}=\"{secret}\"",
+        f'export {key}="{secret}"',
         f"  {key}: {secret}",
         f"- {key}: '{secret}'",
         f'{{"{key}": "{secret}", "other": 1}}',

@@ -11,18 +11,34 @@ from amem.watcher.rules import IgnoreRules
 from ..conftest import write_file
 
 
-@pytest.mark.parametrize("rel", [
-    ".git/config", "node_modules/x/index.js", "a/node_modules/b.js", "dist/app.js", "pkg/build/out.o",
-    ".next/cache/x", "web/.turbo/log", "coverage/lcov.info", ".DS_Store", "sub/.DS_Store", "npm-debug.log",
-    "logs/app.log", "yarn.lock", "deep/Cargo.lock",
-])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        ".git/config",
+        "node_modules/x/index.js",
+        "a/node_modules/b.js",
+        "dist/app.js",
+        "pkg/build/out.o",
+        ".next/cache/x",
+        "web/.turbo/log",
+        "coverage/lcov.info",
+        ".DS_Store",
+        "sub/.DS_Store",
+        "npm-debug.log",
+        "logs/app.log",
+        "yarn.lock",
+        "deep/Cargo.lock",
+    ],
+)
 def test_default_patterns_ignore_at_any_depth(tmp_path: Path, rel: str) -> None:
     rules = IgnoreRules(str(tmp_path))
     assert rules.is_path_ignored(rel)
 
 
-@pytest.mark.parametrize("rel", ["src/app.py", "distance.txt", "builder/x.md", "logbook.md", "locks/x.txt",
-                                 ".gitignore", "docs/node_modules.md"])
+@pytest.mark.parametrize(
+    "rel",
+    ["src/app.py", "distance.txt", "builder/x.md", "logbook.md", "locks/x.txt", ".gitignore", "docs/node_modules.md"],
+)
 def test_ordinary_paths_are_kept(tmp_path: Path, rel: str) -> None:
     assert not IgnoreRules(str(tmp_path)).is_path_ignored(rel)
 

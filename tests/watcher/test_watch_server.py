@@ -74,8 +74,9 @@ def test_observations_reach_the_server_with_the_bearer_header(make_watcher: Make
         sessions = requests.get(f"{server.url}/agentmemory/sessions", headers=headers, timeout=5).json()
         assert sessions["sessions"][0]["id"] == obs["sessionId"]
         assert sessions["sessions"][0]["project"] == "project" and sessions["sessions"][0]["cwd"] == str(tree)
-        back = requests.get(f"{server.url}/agentmemory/observations", params={"sessionId": obs["sessionId"]},
-                            headers=headers, timeout=5).json()
+        back = requests.get(
+            f"{server.url}/agentmemory/observations", params={"sessionId": obs["sessionId"]}, headers=headers, timeout=5
+        ).json()
         assert [o["data"]["files"] for o in back["observations"]] == [["notes.md"]]
         wait_until(lambda: not spooled(server.url), message="the spool to empty")
     finally:
@@ -113,8 +114,7 @@ def test_a_400_is_reported_and_not_retried(make_watcher: Make, tree: Path, stand
     assert any("HTTP 400" in line and "required strings" in line for line in w.warnings)
 
 
-def test_server_down_while_50_files_change_then_back(make_watcher: Make, tree: Path,
-                                                       down: StandInServer) -> None:
+def test_server_down_while_50_files_change_then_back(make_watcher: Make, tree: Path, down: StandInServer) -> None:
     w = make_watcher(tree, ("server",), url=down.url)
     for i in range(50):
         write_file(tree / "batch" / f"file{i:02d}.md", f"content number {i}\n")
@@ -129,15 +129,15 @@ def test_server_down_while_50_files_change_then_back(make_watcher: Make, tree: P
     wait_until(lambda: len(down.stored()) == 50, message="all 50 delivered")
     wait_until(lambda: not spooled(down.url), message="the spool to empty")
     contents = [o["data"]["content"] for o in down.stored()]
-    assert sorted(contents) == sorted(f"batch/file{i:02d}.md ({len(f'content number {i}') + 1} bytes)\n\n"
-                                      f"content number {i}\n" for i in range(50))
+    assert sorted(contents) == sorted(
+        f"batch/file{i:02d}.md ({len(f'content number {i}') + 1} bytes)\n\ncontent number {i}\n" for i in range(50)
+    )
     assert any("again" in line for line in w.logs)
     summary = w.stop()
     assert summary.sinks["server"]["delivered"] == 50 and summary.sinks["server"]["spooled"] == 0
 
 
-def test_the_spool_is_written_privately_before_sending(make_watcher: Make, tree: Path,
-                                                       standin: StandInServer) -> None:
+def test_the_spool_is_written_privately_before_sending(make_watcher: Make, tree: Path, standin: StandInServer) -> None:
     seen: list[bool] = []
 
     def check(payload: Any) -> None:
@@ -203,16 +203,16 @@ def test_the_session_cap_moves_to_a_new_session(make_watcher: Make, tree: Path) 
             sessions.setdefault(stored["sessionId"], []).append(stored["data"]["files"][0])
         assert [len(files) for files in sessions.values()] == [3, 2]
         first, second = list(sessions)
-        assert any(f"session {first} reached the server's observation limit; continuing as {second}" in line
-                   for line in w.logs)
+        assert any(
+            f"session {first} reached the server's observation limit; continuing as {second}" in line for line in w.logs
+        )
         assert w.watcher.sessions.current == second
         assert not any("cannot deliver" in line for line in w.warnings)
     finally:
         server.stop()
 
 
-def test_success_false_and_server_errors_are_retried(make_watcher: Make, tree: Path,
-                                                    standin: StandInServer) -> None:
+def test_success_false_and_server_errors_are_retried(make_watcher: Make, tree: Path, standin: StandInServer) -> None:
     standin.forced.extend([(201, {"success": False, "error": "index busy"}), (503, {"error": "starting"})])
     w = make_watcher(tree, ("server",), url=standin.url)
     write_file(tree / "a.md", "a")
@@ -222,8 +222,7 @@ def test_success_false_and_server_errors_are_retried(make_watcher: Make, tree: P
     wait_until(lambda: not spooled(standin.url), message="the spool to empty")
 
 
-def test_retries_back_off_exponentially_up_to_the_cap(make_watcher: Make, tree: Path,
-                                                      standin: StandInServer) -> None:
+def test_retries_back_off_exponentially_up_to_the_cap(make_watcher: Make, tree: Path, standin: StandInServer) -> None:
     import time
 
     arrivals: list[float] = []
@@ -238,8 +237,7 @@ def test_retries_back_off_exponentially_up_to_the_cap(make_watcher: Make, tree: 
         assert backoff * 0.9 <= gap < backoff + 2.0  # never sooner than the backoff; capped, not doubling on
 
 
-def test_a_deduplicated_answer_counts_as_delivered(make_watcher: Make, tree: Path,
-                                                   standin: StandInServer) -> None:
+def test_a_deduplicated_answer_counts_as_delivered(make_watcher: Make, tree: Path, standin: StandInServer) -> None:
     w = make_watcher(tree, ("server",), url=standin.url)
     write_file(tree / "same.md", "same")
     wait_until(lambda: len(standin.posts()) == 1, message="first delivery")
@@ -264,8 +262,11 @@ def file_with_secret(secret: str, placement: str) -> tuple[str, str]:
         "yaml-list": ("users.yaml", f"users:\n  - name: bob\n    password: {secret}\n"),
         "bearer": ("notes.md", f"call it with\n\n    curl -H 'Authorization: Bearer {secret}' https://x\n"),
         "pem": ("key.txt", f"-----BEGIN RSA PRIVATE KEY-----\n{secret}\n{secret}\n-----END RSA PRIVATE KEY-----\n"),
-        "pem-inline": ("sa.json", f'{{"private_key": "-----BEGIN PRIVATE KEY-----\\n{secret}\\n'
-                                  f'-----END PRIVATE KEY-----\\n", "client_email": "a@b"}}\n'),
+        "pem-inline": (
+            "sa.json",
+            f'{{"private_key": "-----BEGIN PRIVATE KEY-----\\n{secret}\\n'
+            f'-----END PRIVATE KEY-----\\n", "client_email": "a@b"}}\n',
+        ),
         "jwt": ("session.txt", f"cookie session={jwt}; Path=/\n"),
         "url": ("db.toml", f'url = "postgres://app:{secret}@db:5432/prod"\n'),
     }[placement]
@@ -300,7 +301,7 @@ def test_no_sink_ever_receives_a_secret(tree: Path, standin: StandInServer, tmp_
             sink.deliver(observation)
 
     deliver()
-    assert len(used) >= 20, 'hypothesis ran the examples'
+    assert len(used) >= 20, "hypothesis ran the examples"
     wait_until(lambda: len(standin.posts()) == len(used), message="every observation posted")
     for sink in sinks:
         sink.close(drain_timeout=5.0)

@@ -60,9 +60,16 @@ def test_amem_search_finds_the_file_name(make_watcher: Make, tree: Path) -> None
 
 def test_the_markdown_fences_previews_that_contain_fences() -> None:
     observation = {
-        "sessionId": "s", "project": "p", "timestamp": "2026-09-10T01:06:57.000Z",
-        "data": {"changeKind": "file_change", "files": ["README.md"], "size": 20, "truncated": False,
-                 "content": "README.md (20 bytes)\n\n```sh\nmake\n```\n[[link]]"},
+        "sessionId": "s",
+        "project": "p",
+        "timestamp": "2026-09-10T01:06:57.000Z",
+        "data": {
+            "changeKind": "file_change",
+            "files": ["README.md"],
+            "size": 20,
+            "truncated": False,
+            "content": "README.md (20 bytes)\n\n```sh\nmake\n```\n[[link]]",
+        },
     }
     text = render_markdown(observation)
     assert "\n````text\n```sh\nmake\n```\n[[link]]\n````" in text

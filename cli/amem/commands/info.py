@@ -14,8 +14,13 @@ from ..output import emit
 @click.option("--expect-module-root", metavar="P", help="Folder the running amem package must lie in.")
 @click.option("--expect-profile", metavar="NAME", help="Profile (AMEM_PROFILE) that must be in effect.")
 @click.pass_obj
-def command(app: object, expect_cwd: str | None, expect_vault: str | None, expect_module_root: str | None,
-            expect_profile: str | None) -> None:
+def command(
+    app: object,
+    expect_cwd: str | None,
+    expect_vault: str | None,
+    expect_module_root: str | None,
+    expect_profile: str | None,
+) -> None:
     """Print which amem, config and vault are in effect, and whether it is safe to write.
 
     Read-only: creates nothing. preflight.safeToWrite is true only when absolute --expect-cwd and

@@ -10,8 +10,12 @@ from . import complete_note_id
 
 @click.command("read")
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
-@click.option("--depth", type=click.IntRange(min=0), metavar="N",
-              help="Follow links this many levels deep (default: maxLinkDepth, 1).")
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Follow links this many levels deep (default: maxLinkDepth, 1).",
+)
 @click.pass_obj
 def command(app: object, note_id: str, depth: int | None) -> None:
     """Read note ID: frontmatter, body, links, linked notes, backlinks, version, mtime, modifiedExternally.

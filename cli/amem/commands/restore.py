@@ -11,10 +11,13 @@ from . import complete_note_id
 @click.command("restore")
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("revision", metavar="HASH")
-@click.option("--base-version", required=True, metavar="V",
-              help="The note's current version (from read or write); a stale one changes nothing.")
-@click.option("--commit", is_flag=True,
-              help="Commit the restored note to git (also: git.autoCommit in config).")
+@click.option(
+    "--base-version",
+    required=True,
+    metavar="V",
+    help="The note's current version (from read or write); a stale one changes nothing.",
+)
+@click.option("--commit", is_flag=True, help="Commit the restored note to git (also: git.autoCommit in config).")
 @click.pass_obj
 def command(app: object, note_id: str, revision: str, base_version: str, commit: bool) -> None:
     """Write note ID's content as of HASH (a hash, short hash, tag or HEAD~2) into the vault.

@@ -9,11 +9,15 @@ from ..output import emit
 
 @click.command("search")
 @click.argument("query", nargs=-1)
-@click.option("--limit", type=click.IntRange(min=1), metavar="N",
-              help="Return at most N hits (default: maxSearchResults, 20).")
-@click.option("--exact-title", metavar="TITLE",
-              help="List every note whose title equals TITLE, ignoring case, Unicode form and "
-                   "space/-/_ differences; no ranking. QUERY is then optional.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N hits (default: maxSearchResults, 20)."
+)
+@click.option(
+    "--exact-title",
+    metavar="TITLE",
+    help="List every note whose title equals TITLE, ignoring case, Unicode form and "
+    "space/-/_ differences; no ranking. QUERY is then optional.",
+)
 @click.pass_obj
 def command(app: object, query: tuple[str, ...], limit: int | None, exact_title: str | None) -> None:
     """Search the vault for QUERY: words are OR-matched, prefixes match longer words, Chinese, Japanese

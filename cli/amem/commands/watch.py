@@ -14,27 +14,59 @@ from ..errors import UsageError
 
 @click.command("watch")
 @click.argument("dirs", nargs=-1, metavar="[DIR]...")
-@click.option("--sink", "sinks", multiple=True, type=click.Choice(SINK_NAMES),
-              help="Where observations go; repeat for several (default: server when a URL is configured, "
-                   "else vault).")
+@click.option(
+    "--sink",
+    "sinks",
+    multiple=True,
+    type=click.Choice(SINK_NAMES),
+    help="Where observations go; repeat for several (default: server when a URL is configured, else vault).",
+)
 @click.option("--url", metavar="URL", help="agentmemory server (overrides AGENTMEMORY_URL and watch.url).")
 @click.option("--secret", metavar="TOKEN", help="Bearer token for the server (overrides AGENTMEMORY_SECRET).")
-@click.option("--project", metavar="NAME",
-              help="Project label for every root (default: each root's git repository or folder name).")
-@click.option("--session-id", metavar="ID",
-              help="Session the observations belong to (default: a new fs-watcher-… id per process).")
-@click.option("--ignore", "ignore", multiple=True, metavar="REGEX",
-              help="Ignore paths (relative to their root, /-separated) matching REGEX; repeatable, added to "
-                   "AGENTMEMORY_FS_WATCH_IGNORE / watch.ignore.")
-@click.option("--allow-binary/--no-allow-binary", default=None,
-              help="Preview files of any type, not only text files (overrides AGENTMEMORY_FS_WATCH_ALLOW_BINARY).")
-@click.option("--debounce-ms", type=click.IntRange(min=0), metavar="MS",
-              help="Quiet time per path before a change is observed (default 500).")
+@click.option(
+    "--project",
+    metavar="NAME",
+    help="Project label for every root (default: each root's git repository or folder name).",
+)
+@click.option(
+    "--session-id",
+    metavar="ID",
+    help="Session the observations belong to (default: a new fs-watcher-… id per process).",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="REGEX",
+    help="Ignore paths (relative to their root, /-separated) matching REGEX; repeatable, added to "
+    "AGENTMEMORY_FS_WATCH_IGNORE / watch.ignore.",
+)
+@click.option(
+    "--allow-binary/--no-allow-binary",
+    default=None,
+    help="Preview files of any type, not only text files (overrides AGENTMEMORY_FS_WATCH_ALLOW_BINARY).",
+)
+@click.option(
+    "--debounce-ms",
+    type=click.IntRange(min=0),
+    metavar="MS",
+    help="Quiet time per path before a change is observed (default 500).",
+)
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files in the watched trees.")
 @click.pass_context
-def command(ctx: click.Context, dirs: tuple[str, ...], sinks: tuple[str, ...], url: str | None,
-            secret: str | None, project: str | None, session_id: str | None, ignore: tuple[str, ...],
-            allow_binary: bool | None, debounce_ms: int | None, no_gitignore: bool) -> None:
+def command(
+    ctx: click.Context,
+    dirs: tuple[str, ...],
+    sinks: tuple[str, ...],
+    url: str | None,
+    secret: str | None,
+    project: str | None,
+    session_id: str | None,
+    ignore: tuple[str, ...],
+    allow_binary: bool | None,
+    debounce_ms: int | None,
+    no_gitignore: bool,
+) -> None:
     """Watch DIRs and turn every file write or delete into a memory observation.
 
     Roots come from DIR arguments, else AGENTMEMORY_FS_WATCH_DIRS, else watch.dirs. Ignored: .git,
@@ -49,9 +81,19 @@ def command(ctx: click.Context, dirs: tuple[str, ...], sinks: tuple[str, ...], u
 
     app: Any = ctx.obj
     try:
-        options = resolve_options(app.config, dirs=dirs, sinks=sinks, url=url, secret=secret, project=project,
-                                  session_id=session_id, ignore=ignore, allow_binary=allow_binary,
-                                  debounce_ms=debounce_ms, no_gitignore=no_gitignore)
+        options = resolve_options(
+            app.config,
+            dirs=dirs,
+            sinks=sinks,
+            url=url,
+            secret=secret,
+            project=project,
+            session_id=session_id,
+            ignore=ignore,
+            allow_binary=allow_binary,
+            debounce_ms=debounce_ms,
+            no_gitignore=no_gitignore,
+        )
     except UsageError:
         sys.stderr.write(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n")
         raise

@@ -25,18 +25,32 @@ def _content(argument: str | None) -> str:
 @click.command("write")
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("content", required=False, metavar="[CONTENT|-]")
-@click.option("--append", "mode", flag_value="append", default=True,
-              help="Add CONTENT under a timestamp heading (the default).")
-@click.option("--overwrite", "mode", flag_value="overwrite",
-              help="Replace the body; frontmatter keys not given are kept, `updated` is stamped.")
-@click.option("--base-version", metavar="V",
-              help="Write only if the note's current version is V (from read or a previous write).")
+@click.option(
+    "--append", "mode", flag_value="append", default=True, help="Add CONTENT under a timestamp heading (the default)."
+)
+@click.option(
+    "--overwrite",
+    "mode",
+    flag_value="overwrite",
+    help="Replace the body; frontmatter keys not given are kept, `updated` is stamped.",
+)
+@click.option(
+    "--base-version", metavar="V", help="Write only if the note's current version is V (from read or a previous write)."
+)
 @click.option("--require-existing", is_flag=True, help="Fail instead of creating a new note.")
-@click.option("--commit", is_flag=True,
-              help="Commit exactly this note's change to git (also: git.autoCommit in config).")
+@click.option(
+    "--commit", is_flag=True, help="Commit exactly this note's change to git (also: git.autoCommit in config)."
+)
 @click.pass_obj
-def command(app: object, note_id: str, content: str | None, mode: str, base_version: str | None,
-            require_existing: bool, commit: bool) -> None:
+def command(
+    app: object,
+    note_id: str,
+    content: str | None,
+    mode: str,
+    base_version: str | None,
+    require_existing: bool,
+    commit: bool,
+) -> None:
     """Write CONTENT (or stdin) to note ID, creating it if needed.
 
     Prints {id, mode, bytes, version, created}, plus `commit` when a commit was made.
@@ -44,8 +58,9 @@ def command(app: object, note_id: str, content: str | None, mode: str, base_vers
     from ..vault.write import write_note
 
     config = app.config  # type: ignore[attr-defined]
-    result = write_note(config, note_id, _content(content), mode=mode, base_version=base_version,
-                        require_existing=require_existing)
+    result = write_note(
+        config, note_id, _content(content), mode=mode, base_version=base_version, require_existing=require_existing
+    )
     if commit or config.git_auto_commit:
         from ..vault.git import maybe_commit
         from ..vault.paths import resolve_note

@@ -34,8 +34,16 @@ GIT_MISSING = "git is not installed or not on PATH; install git to use amem hist
 # Variables a git hook (or a caller) may export that would point our commands at another repository or
 # index than the one holding the vault; amem always locates the repository from the note's own folder.
 _REPO_LOCATION_ENV = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_SHALLOW_FILE",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_PREFIX",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
     "GIT_NAMESPACE",
 )
 
@@ -221,8 +229,14 @@ def file_log(repo: Repository, rel: str, limit: int | None = None) -> list[LogEn
     """The commits that changed `rel`, newest first, following renames; empty before the first commit."""
     if head_commit(repo) is None:
         return []
-    args = ["log", "--follow", "-z", "--name-only", "--no-color",
-            f"--format={_RECORD}%H{_FIELD}%at{_FIELD}%an{_FIELD}%ae{_FIELD}%s"]
+    args = [
+        "log",
+        "--follow",
+        "-z",
+        "--name-only",
+        "--no-color",
+        f"--format={_RECORD}%H{_FIELD}%at{_FIELD}%an{_FIELD}%ae{_FIELD}%s",
+    ]
     if limit is not None:
         args.append(f"--max-count={limit}")
     args += ["HEAD", "--", rel]
@@ -241,8 +255,7 @@ def resolve_commit(repo: Repository, rev: str) -> str | None:
     """The full hash of the commit `rev` names (short hash, tag, HEAD~2, …), or None when git knows none."""
     if not rev.strip() or "\0" in rev:
         return None
-    proc = _run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], repo.top,
-                check=False)
+    proc = _run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], repo.top, check=False)
     return _out(proc) if proc.returncode == 0 else None
 
 
@@ -401,8 +414,9 @@ def _busy_message() -> str:
     )
 
 
-def commit_file(repo: Repository, rel: str, content: bytes | None, message: str, *,
-                mode: str = "100644") -> CommitOutcome:
+def commit_file(
+    repo: Repository, rel: str, content: bytes | None, message: str, *, mode: str = "100644"
+) -> CommitOutcome:
     """Commit `content` (None: the file's removal) at `rel` on top of HEAD, and nothing else.
 
     The commit is built in a temporary index seeded from HEAD, so whatever the user has staged is
@@ -416,8 +430,11 @@ def commit_file(repo: Repository, rel: str, content: bytes | None, message: str,
     if content is not None:
         # --path applies the clean filters (eol, LFS) that `git add` would for this path.
         blob = _out(_run(["hash-object", "-w", "--stdin", f"--path={rel}"], repo.top, input=content))
-    entry_args = (["update-index", "--add", "--cacheinfo", f"{mode},{blob},{rel}"] if blob
-                  else ["update-index", "--force-remove", "--", rel])
+    entry_args = (
+        ["update-index", "--add", "--cacheinfo", f"{mode},{blob},{rel}"]
+        if blob
+        else ["update-index", "--force-remove", "--", rel]
+    )
 
     with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-git-") as scratch:
         new_commit: str | None = None
@@ -436,8 +453,7 @@ def commit_file(repo: Repository, rel: str, content: bytes | None, message: str,
             candidate = _out(_run(commit_args, repo.top, env=ident_env))
             reflog = f"commit{'' if head else ' (initial)'}: {message}"
             # An empty old value means "HEAD's branch must not exist yet", for the first commit.
-            proc = _run_waiting_for_locks(["update-ref", "-m", reflog, "HEAD", candidate, head or ""],
-                                          repo.top)
+            proc = _run_waiting_for_locks(["update-ref", "-m", reflog, "HEAD", candidate, head or ""], repo.top)
             if proc.returncode == 0:
                 new_commit = candidate
                 break
@@ -465,8 +481,7 @@ def commit_file(repo: Repository, rel: str, content: bytes | None, message: str,
 # --- what the commands call -------------------------------------------------------------------------
 
 
-def commit_note(config: Config, note_path: Path, message: str, *,
-                content: bytes | None = None) -> CommitOutcome:
+def commit_note(config: Config, note_path: Path, message: str, *, content: bytes | None = None) -> CommitOutcome:
     """Commit one note in the repository holding it, initialising one at the vault root when there is none.
 
     `content` is what amem just wrote, so that the commit holds exactly that even if another writer has
@@ -492,9 +507,15 @@ def commit_note(config: Config, note_path: Path, message: str, *,
     return outcome
 
 
-def maybe_commit(config: Config, ref: Any, message: str, requested: bool, *,
-                 content: bytes | None = None,
-                 warn: Callable[[str], None] | None = None) -> str | None:
+def maybe_commit(
+    config: Config,
+    ref: Any,
+    message: str,
+    requested: bool,
+    *,
+    content: bytes | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> str | None:
     """The `--commit` / `git.autoCommit` hook for `write`: commit the note when asked, return the new
     commit's hash, or None when nothing was asked or nothing changed. `ref` is a NoteRef (`.path`)."""
     if not (requested or config.git_auto_commit):
@@ -560,11 +581,14 @@ def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: 
     new_commit: str | None = None
     if commit or config.git_auto_commit:
         try:
-            outcome = commit_file(repo, rel, content, f"amem: restore {ref.id} to {short}",
-                                  mode=_file_mode(Path(ref.path)))
+            outcome = commit_file(
+                repo, rel, content, f"amem: restore {ref.id} to {short}", mode=_file_mode(Path(ref.path))
+            )
         except GitError as exc:
-            raise GitError(f'restored note "{ref.id}" to {short} (version {result.version}) but did not '
-                           f"commit it: {exc.message}", version=result.version) from None
+            raise GitError(
+                f'restored note "{ref.id}" to {short} (version {result.version}) but did not commit it: {exc.message}',
+                version=result.version,
+            ) from None
         new_commit = outcome.hash
         warnings = outcome.warnings
     return RestoreOutcome(

@@ -167,8 +167,7 @@ class _Walker:
                                 files[rel + name] = (st.st_mtime_ns, st.st_size)
                                 continue
                         if entry.is_dir(follow_symlinks=False):
-                            if name in ALWAYS_SKIPPED or name in self.excluded or \
-                                    (name[0] == "." and not self.hidden):
+                            if name in ALWAYS_SKIPPED or name in self.excluded or (name[0] == "." and not self.hidden):
                                 continue
                             sub = f"{rel}{name}/"
                             if sub not in skip:
@@ -206,8 +205,16 @@ class VaultIndex:
 
     def _settings(self) -> str:
         c = self.config
-        return json.dumps([SCHEMA_VERSION, os.path.realpath(c.vault_root), list(c.extensions),
-                           list(c.exclude_dirs), c.index_hidden_dirs, list(_EXTENSION_MODULES)])
+        return json.dumps(
+            [
+                SCHEMA_VERSION,
+                os.path.realpath(c.vault_root),
+                list(c.extensions),
+                list(c.exclude_dirs),
+                c.index_hidden_dirs,
+                list(_EXTENSION_MODULES),
+            ]
+        )
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,8 +224,11 @@ class VaultIndex:
                 conn.execute("PRAGMA journal_mode=WAL")
                 # A cache: losing its last transactions to a power cut costs a rebuild, never a note.
                 conn.execute("PRAGMA synchronous=OFF")
-                row = conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone() \
-                    if conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone() else None
+                row = (
+                    conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
+                    if conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
+                    else None
+                )
                 if row is None or row[0] != self._settings():
                     self._create(conn)
                 return conn
@@ -232,13 +242,18 @@ class VaultIndex:
     def _create(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone() \
-                if conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone() else None
+            row = (
+                conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
+                else None
+            )
             if row is not None and row[0] == self._settings():
                 conn.execute("COMMIT")  # another process built it while we waited
                 return
-            names = [r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+            names = [
+                r[0]
+                for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")
+            ]
             for name in names:
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
             for statement in _statements(_SCHEMA + "".join(m.SCHEMA for m in _extensions())):
@@ -313,8 +328,9 @@ class VaultIndex:
                 conn.executemany("INSERT INTO dirs (path, mtime_ns) VALUES (?, ?)", scan.dirs.items())
             if scan.listed is None:
                 # scan.files now holds exactly the (mtime, size) stored for every note (see _apply).
-                conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                             (_SNAPSHOT, marshal.dumps((scan.files, scan.dirs))))
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)", (_SNAPSHOT, marshal.dumps((scan.files, scan.dirs)))
+                )
             elif diff.pending:
                 conn.execute("DELETE FROM meta WHERE key = ?", (_SNAPSHOT,))
             conn.execute("COMMIT")
@@ -408,8 +424,7 @@ class VaultIndex:
             elif mtime_ns < scan.started_ns - RACY_NS:
                 diff.settled.append(rowid)  # old enough now: (mtime, size) can be trusted
 
-    def _apply(self, scan: VaultScan, removed: list[tuple[int, str]], to_index: list[str],
-               stats: RefreshStats) -> None:
+    def _apply(self, scan: VaultScan, removed: list[tuple[int, str]], to_index: list[str], stats: RefreshStats) -> None:
         from .notes import note_title, parse_note  # here, so that a refresh that changes nothing loads no YAML
 
         conn = self.conn
@@ -458,21 +473,37 @@ class VaultIndex:
             else:
                 title, frontmatter = "", "{}"
             cut = note_id.rfind("/") + 1
-            values = (note_id, note_id[:cut], note_id[cut:], note_id[::-1], mtime_ns, size, digest, problem, title,
-                      frontmatter)
+            values = (
+                note_id,
+                note_id[:cut],
+                note_id[cut:],
+                note_id[::-1],
+                mtime_ns,
+                size,
+                digest,
+                problem,
+                title,
+                frontmatter,
+            )
             scan.files[note_id] = (mtime_ns, size)  # what is stored, for the snapshot
             if rowid is None:
                 id_set_changed = id_set_changed or problem is None
-                rowid = conn.execute("INSERT INTO notes (id, folder, name, rid, mtime_ns, size, digest, problem, "
-                                     "title, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values).lastrowid
+                rowid = conn.execute(
+                    "INSERT INTO notes (id, folder, name, rid, mtime_ns, size, digest, problem, "
+                    "title, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    values,
+                ).lastrowid
                 assert rowid is not None
             else:
                 was_readable = conn.execute("SELECT problem IS NULL FROM notes WHERE rowid = ?", (rowid,)).fetchone()[0]
                 if bool(was_readable) != (problem is None):
                     flipped.append(note_id)
                     id_set_changed = True
-                conn.execute("UPDATE notes SET id=?, folder=?, name=?, rid=?, mtime_ns=?, size=?, digest=?, "
-                             "problem=?, title=?, frontmatter=? WHERE rowid=?", (*values, rowid))
+                conn.execute(
+                    "UPDATE notes SET id=?, folder=?, name=?, rid=?, mtime_ns=?, size=?, digest=?, "
+                    "problem=?, title=?, frontmatter=? WHERE rowid=?",
+                    (*values, rowid),
+                )
                 for ext in extensions:
                     ext.remove_notes(conn, [rowid])
             if problem is None:
@@ -494,13 +525,19 @@ class VaultIndex:
             for note_id in flipped:
                 affected |= resolution_keys(note_id, self.config.extensions)
             rows = select_in(conn, "SELECT DISTINCT target FROM links WHERE target IN ({})", sorted(affected))
-            conn.executemany("UPDATE links SET resolved = ? WHERE target = ?",
-                             [(resolver.resolve(t), t) for (t,) in set(rows)])
+            conn.executemany(
+                "UPDATE links SET resolved = ? WHERE target = ?", [(resolver.resolve(t), t) for (t,) in set(rows)]
+            )
         if resolver is not None:
             conn.executemany(
                 "INSERT INTO links (src, seq, target, resolved) VALUES (?, ?, ?, ?)",
-                [(rowid, seq, target, resolver.resolve(target))
-                 for rowid, targets_of in parsed_links.items() for seq, target in enumerate(targets_of) if target])
+                [
+                    (rowid, seq, target, resolver.resolve(target))
+                    for rowid, targets_of in parsed_links.items()
+                    for seq, target in enumerate(targets_of)
+                    if target
+                ],
+            )
         for ext in extensions:
             ext.add_notes(conn, indexed)
 
@@ -511,8 +548,12 @@ class VaultIndex:
         return LinkResolver(ids, self.config.extensions)
 
     def _problems(self) -> list[str]:
-        return [f"skipped note {note_id!r}: {problem}" for note_id, problem in
-                self.conn.execute("SELECT id, problem FROM notes WHERE problem IS NOT NULL ORDER BY id")]
+        return [
+            f"skipped note {note_id!r}: {problem}"
+            for note_id, problem in self.conn.execute(
+                "SELECT id, problem FROM notes WHERE problem IS NOT NULL ORDER BY id"
+            )
+        ]
 
     # --- queries (call refresh() first) -------------------------------------------------------------
 
@@ -527,9 +568,14 @@ class VaultIndex:
         return self._resolver().resolve(key)
 
     def backlinks(self, note_id: str) -> list[str]:
-        return [row[0] for row in self.conn.execute(
-            "SELECT DISTINCT n.id FROM links l JOIN notes n ON n.rowid = l.src "
-            "WHERE l.resolved = ? AND n.id != ? ORDER BY n.id", (note_id, note_id))]
+        return [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT DISTINCT n.id FROM links l JOIN notes n ON n.rowid = l.src "
+                "WHERE l.resolved = ? AND n.id != ? ORDER BY n.id",
+                (note_id, note_id),
+            )
+        ]
 
     # --- what amem last saw of each note (for modifiedExternally) -----------------------------------
 
@@ -554,8 +600,9 @@ def _is_damage(exc: sqlite3.DatabaseError) -> bool:
 
 def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-        return InternalError("the vault index is locked by another amem process that has not finished "
-                             "in 30 s; try again")
+        return InternalError(
+            "the vault index is locked by another amem process that has not finished in 30 s; try again"
+        )
     return exc
 
 
@@ -595,14 +642,14 @@ def _statements(script: str) -> Iterator[str]:
 def select_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
     """Rows of `sql` with its `IN ({})` filled with `values`, in chunks that SQLite's parameter cap accepts."""
     for start in range(0, len(values), 900):
-        chunk = values[start:start + 900]
+        chunk = values[start : start + 900]
         yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
 
 def run_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> None:
     """Run `sql` with its `IN ({})` filled with `values`, chunked as in select_in."""
     for start in range(0, len(values), 900):
-        chunk = values[start:start + 900]
+        chunk = values[start : start + 900]
         conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
 
 

@@ -19,8 +19,14 @@ class Link(NamedTuple):
     embed: bool = False
 
     def to_json(self, resolved: str | None) -> dict[str, object]:
-        return {"target": self.target, "alias": self.alias, "heading": self.heading, "block": self.block,
-                "embed": self.embed, "resolved": resolved}
+        return {
+            "target": self.target,
+            "alias": self.alias,
+            "heading": self.heading,
+            "block": self.block,
+            "embed": self.embed,
+            "resolved": resolved,
+        }
 
 
 def prose_lines(body: str) -> Iterator[str]:
@@ -72,13 +78,12 @@ def strip_code_spans(text: str) -> str:
     i = 0
     while i < len(runs):
         opening = runs[i]
-        closing_index = next((j for j in range(i + 1, len(runs)) if len(runs[j].group()) == len(opening.group())),
-                             None)
+        closing_index = next((j for j in range(i + 1, len(runs)) if len(runs[j].group()) == len(opening.group())), None)
         if closing_index is None:
             i += 1  # an unmatched run is literal text
             continue
         closing = runs[closing_index]
-        out.append(text[pos:opening.start()])
+        out.append(text[pos : opening.start()])
         out.append(" ")
         pos = closing.end()
         i = closing_index + 1

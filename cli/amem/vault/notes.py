@@ -75,8 +75,8 @@ def parse_note(text: str, note_id: str = "") -> ParsedNote:
         end = text.find("\n", pos)
         line = text[pos:] if end < 0 else text[pos:end]
         if _FENCE.match(line.rstrip("\r")):
-            block = text[first_end + 1:pos]
-            body = "" if end < 0 else text[end + 1:]
+            block = text[first_end + 1 : pos]
+            body = "" if end < 0 else text[end + 1 :]
             return _load_block(text, block, body, note_id)
         if end < 0:
             break
@@ -117,8 +117,9 @@ def note_title(frontmatter: dict[str, Any], body: str, note_id: str) -> str:
 
 def dump_frontmatter(data: dict[str, Any]) -> str:
     """YAML for a frontmatter block: keys in the given order, Unicode kept, no trailing document marker."""
-    text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
-                          width=1000)
+    text: str = yaml.dump(
+        data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000
+    )
     return text
 
 

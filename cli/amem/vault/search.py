@@ -76,13 +76,26 @@ CREATE TABLE search_meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
 # --- tokenizer ---------------------------------------------------------------------------------------
 
 #: Han (with extensions and compatibility ideographs), kana, Hangul, and the iteration marks 々〆〇.
-_CJK_RANGES = ((0x1100, 0x11FF), (0x3005, 0x3007), (0x3040, 0x309F), (0x30A0, 0x30FF), (0x3130, 0x318F),
-               (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA960, 0xA97F), (0xAC00, 0xD7FF),
-               (0xF900, 0xFAFF), (0x20000, 0x3134F))
+_CJK_RANGES = (
+    (0x1100, 0x11FF),
+    (0x3005, 0x3007),
+    (0x3040, 0x309F),
+    (0x30A0, 0x30FF),
+    (0x3130, 0x318F),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xA960, 0xA97F),
+    (0xAC00, 0xD7FF),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x3134F),
+)
 _CJK_CHARS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
 _CJK_STARTS = [lo for lo, _ in _CJK_RANGES]
-_MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
-          "\u0900-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f")
+_MARKS = (
+    "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+    "\u0900-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+)
 _WORD = re.compile(rf"[\w{_MARKS}]+")  # used on text whose "_" became " ": one class is twice as fast
 _TITLE_SEPARATORS = re.compile(r"[\s\-_]+")
 
@@ -270,8 +283,9 @@ def add_notes(conn: sqlite3.Connection, notes: list[IndexedNote]) -> None:
     if touched:
         updates: list[tuple[bytes, bytes, int]] = []
         emptied: list[int] = []
-        for tid, docs_blob, tfs_blob in select_in(conn, "SELECT tid, docs, tfs FROM search_terms WHERE tid IN ({})",
-                                                   list(touched)):
+        for tid, docs_blob, tfs_blob in select_in(
+            conn, "SELECT tid, docs, tfs FROM search_terms WHERE tid IN ({})", list(touched)
+        ):
             docs, tfs = array("i"), array("Q")
             docs.frombytes(docs_blob)
             tfs.frombytes(tfs_blob)
@@ -348,8 +362,9 @@ def _known_tids(conn: sqlite3.Connection, terms: dict[str, Any]) -> dict[str, in
     return dict(select_in(conn, "SELECT term, tid FROM search_terms WHERE term IN ({})", list(terms)))
 
 
-def _merge(docs: array[int], tfs: array[int], removed: Iterable[int],
-           added: tuple[array[int], array[int]] | None) -> tuple[array[int], array[int]]:
+def _merge(
+    docs: array[int], tfs: array[int], removed: Iterable[int], added: tuple[array[int], array[int]] | None
+) -> tuple[array[int], array[int]]:
     """Postings with `removed` docs taken out and `added` ones put in, still ascending by doc."""
     removed = set(removed)
     if not removed and added is not None and (not docs or added[0][0] > docs[-1]):
@@ -426,8 +441,9 @@ def _term_postings(conn: sqlite3.Connection, sql: str, args: tuple[str, ...]) ->
 def _word_postings(conn: sqlite3.Connection, word: str, cjk: bool) -> dict[int, int]:
     """doc → packed counts of one query word, summed over the terms it matches."""
     if not cjk:
-        lists = _term_postings(conn, "SELECT docs, tfs FROM search_terms WHERE term >= ? AND term < ?",
-                               (word, _prefix_end(word)))
+        lists = _term_postings(
+            conn, "SELECT docs, tfs FROM search_terms WHERE term >= ? AND term < ?", (word, _prefix_end(word))
+        )
         if not lists:
             return {}
         lists.sort(key=len, reverse=True)
@@ -441,7 +457,7 @@ def _word_postings(conn: sqlite3.Connection, word: str, cjk: bool) -> dict[int, 
         lists = _term_postings(conn, "SELECT docs, tfs FROM search_terms WHERE term = ?", (word,))
         return lists[0] if lists else {}
     # A longer run: every bigram must be there; its count is the rarest bigram's, field by field.
-    bigrams = list(dict.fromkeys(word[i:i + 2] for i in range(len(word) - 1)))
+    bigrams = list(dict.fromkeys(word[i : i + 2] for i in range(len(word) - 1)))
     lists = []
     for bigram in bigrams:
         found = _term_postings(conn, "SELECT docs, tfs FROM search_terms WHERE term = ?", (bigram,))
@@ -455,8 +471,9 @@ def _word_postings(conn: sqlite3.Connection, word: str, cjk: bool) -> dict[int, 
         if None in values:
             continue
         counts = [v for v in values if v is not None]
-        combined = _pack(min(v & _LOW32 for v in counts), min(v >> 32 & _FIELD_MAX for v in counts),
-                         min(v >> 48 for v in counts))
+        combined = _pack(
+            min(v & _LOW32 for v in counts), min(v >> 32 & _FIELD_MAX for v in counts), min(v >> 48 for v in counts)
+        )
         if combined:  # 0: the bigrams are all there, but not together in any one field
             result[doc] = combined
     return result
@@ -469,8 +486,13 @@ _IN_HEAD = 1
 _IN_BODY = 2
 
 
-def _best_first(lower: dict[int, float], upper: dict[int, float], limit: int, slack: float,
-                exact: Callable[[Sequence[int]], dict[int, float]]) -> dict[int, float]:
+def _best_first(
+    lower: dict[int, float],
+    upper: dict[int, float],
+    limit: int,
+    slack: float,
+    exact: Callable[[Sequence[int]], dict[int, float]],
+) -> dict[int, float]:
     """Exact scores, from `exact`, of every note that could be among the best `limit`: notes are taken by
     `upper` bound, highest first, in growing batches, until the next one's bound plus `slack` (what
     later stages may still add) falls below the `limit`-th exact score found (less _MARGIN, so that
@@ -478,15 +500,16 @@ def _best_first(lower: dict[int, float], upper: dict[int, float], limit: int, sl
     import heapq
 
     floor = heapq.nlargest(limit, lower.values())[-1] if len(lower) > limit else -math.inf
-    order = sorted((doc for doc, bound in upper.items() if bound + slack >= floor - _MARGIN),
-                   key=upper.__getitem__, reverse=True)
+    order = sorted(
+        (doc for doc, bound in upper.items() if bound + slack >= floor - _MARGIN), key=upper.__getitem__, reverse=True
+    )
     done: dict[int, float] = {}
     best: list[float] = []  # min-heap of the `limit` best exact scores so far
     pos, batch = 0, max(2 * limit, 32)
     while pos < len(order):
         if len(best) == limit and upper[order[pos]] + slack < best[0] - _MARGIN:
             break
-        chunk = order[pos:pos + batch]
+        chunk = order[pos : pos + batch]
         pos += len(chunk)
         batch *= 2
         for doc, score in exact(chunk).items():
@@ -550,8 +573,11 @@ class _Ranker:
         the hits linking to each."""
         base, scored = self.base, self.scored
         linking: dict[int, list[int]] = {}
-        for target, src in select_in(self.conn, "SELECT DISTINCT n.rowid, l.src FROM notes n JOIN links l "
-                                      "ON l.resolved = n.id WHERE n.rowid IN ({})", docs):
+        for target, src in select_in(
+            self.conn,
+            "SELECT DISTINCT n.rowid, l.src FROM notes n JOIN links l ON l.resolved = n.id WHERE n.rowid IN ({})",
+            docs,
+        ):
             if src != target and src in base:
                 linking.setdefault(target, []).append(src)
         self._score_phrases([src for sources in linking.values() for src in sources])
@@ -595,15 +621,15 @@ class _Ranker:
 
     def _backlink_counts(self) -> list[dict[int, int]]:
         """Per query word: doc → how often the word occurs in the ids of the notes linking to doc."""
-        in_ids = [{doc: packed >> 48 for doc, packed in postings.items() if packed >= _ID_ONE}
-                  for postings in self.postings]
+        in_ids = [
+            {doc: packed >> 48 for doc, packed in postings.items() if packed >= _ID_ONE} for postings in self.postings
+        ]
         sources = set().union(*in_ids) if in_ids else set()
         counts: list[dict[int, int]] = [{} for _ in in_ids]
         if not sources:
             return counts
         lens = self.lens
-        select = ("SELECT DISTINCT l.src, n.rowid FROM links l JOIN notes n ON n.id = l.resolved "
-                  "WHERE n.rowid != l.src")
+        select = "SELECT DISTINCT l.src, n.rowid FROM links l JOIN notes n ON n.id = l.resolved WHERE n.rowid != l.src"
         if len(sources) * 4 > self.n:
             pairs: Iterable[tuple[Any, ...]] = self.conn.execute(select)
         else:
@@ -625,8 +651,9 @@ class _Ranker:
         candidates = {}
         for doc in docs:
             values = [postings[doc] for postings in self.postings]
-            fields = (_IN_HEAD if all(_head(v) for v in values) else 0) | \
-                     (_IN_BODY if all(v & _LOW32 for v in values) else 0)
+            fields = (_IN_HEAD if all(_head(v) for v in values) else 0) | (
+                _IN_BODY if all(v & _LOW32 for v in values) else 0
+            )
             if fields:
                 candidates[doc] = fields
         return candidates
@@ -640,10 +667,10 @@ class _Ranker:
         eligible = self.eligible
         head = [doc for doc in docs if eligible.get(doc, 0) & _IN_HEAD]
         bonus: dict[int, float] = {}
-        for doc, note_id, title in select_in(self.conn, "SELECT rowid, id, title FROM notes WHERE rowid IN ({})",
-                                              head):
-            if contains_phrase(phrase_form(word_runs(title)), phrase) or \
-                    contains_phrase(phrase_form(word_runs(_id_stem(note_id))), phrase):
+        for doc, note_id, title in select_in(self.conn, "SELECT rowid, id, title FROM notes WHERE rowid IN ({})", head):
+            if contains_phrase(phrase_form(word_runs(title)), phrase) or contains_phrase(
+                phrase_form(word_runs(_id_stem(note_id))), phrase
+            ):
                 bonus[doc] = phrase_max
         body = [doc for doc in docs if eligible.get(doc, 0) & _IN_BODY and doc not in bonus]
         # SQLite looks for the phrase (instr, in C), so bodies are not copied into Python; only a body
@@ -651,9 +678,11 @@ class _Ranker:
         anywhere = is_cjk(phrase[0])
         recheck = []
         for start in range(0, len(body), 900):
-            chunk = body[start:start + 900]
-            sql = (f"SELECT doc, instr(' ' || form, ' ' || ?) > 0 FROM search_docs "
-                   f"WHERE doc IN ({','.join('?' * len(chunk))}) AND instr(form, ?) > 0")
+            chunk = body[start : start + 900]
+            sql = (
+                f"SELECT doc, instr(' ' || form, ' ' || ?) > 0 FROM search_docs "
+                f"WHERE doc IN ({','.join('?' * len(chunk))}) AND instr(form, ?) > 0"
+            )
             for doc, aligned in self.conn.execute(sql, [phrase, *chunk, phrase]):
                 if aligned or anywhere:
                     bonus[doc] = phrase_max / 2
@@ -672,8 +701,9 @@ class _Ranker:
 # --- results -----------------------------------------------------------------------------------------
 
 
-def search(config: Any, query: str | None, *, limit: int | None = None,
-           exact_title: str | None = None) -> dict[str, Any]:
+def search(
+    config: Any, query: str | None, *, limit: int | None = None, exact_title: str | None = None
+) -> dict[str, Any]:
     """Bring the index up to date and answer one search: SPEC §4's {hits, total, truncated, fused, semantic}.
 
     With `exact_title`, every note whose folded title equals it, by id, unranked; `query` then only
@@ -702,8 +732,10 @@ def _search(index: Any, query: str | None, limit: int, exact_title: str | None) 
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
     try:
         if exact_title is not None:
-            rows = conn.execute("SELECT n.rowid FROM search_docs d JOIN notes n ON n.rowid = d.doc "
-                                "WHERE d.title_key = ? ORDER BY n.id", (title_key(exact_title),)).fetchall()
+            rows = conn.execute(
+                "SELECT n.rowid FROM search_docs d JOIN notes n ON n.rowid = d.doc WHERE d.title_key = ? ORDER BY n.id",
+                (title_key(exact_title),),
+            ).fetchall()
             ranked: list[tuple[int, float | None]] = [(row[0], None) for row in rows[:limit]]
             total = len(rows)
         else:
@@ -712,18 +744,24 @@ def _search(index: Any, query: str | None, limit: int, exact_title: str | None) 
         hits = [_hit(index, doc, score, parsed) for doc, score in ranked]
     finally:
         conn.execute("COMMIT")
-    return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": False,
-            "semantic": "unavailable"}
+    return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": False, "semantic": "unavailable"}
 
 
 def _hit(index: Any, doc: int, score: float | None, query: _Query) -> dict[str, Any]:
     import json
 
     note_id, title, frontmatter = index.conn.execute(
-        "SELECT id, title, frontmatter FROM notes WHERE rowid = ?", (doc,)).fetchone()
+        "SELECT id, title, frontmatter FROM notes WHERE rowid = ?", (doc,)
+    ).fetchone()
     expires = json.loads(frontmatter).get("expires")
-    return {"id": note_id, "title": title, "score": score, "backlinks": index.backlinks(note_id),
-            "expired": is_expired(expires, index.config.tz), "snippet": _snippet(index.config, note_id, query)}
+    return {
+        "id": note_id,
+        "title": title,
+        "score": score,
+        "backlinks": index.backlinks(note_id),
+        "expired": is_expired(expires, index.config.tz),
+        "snippet": _snippet(index.config, note_id, query),
+    }
 
 
 def is_expired(value: Any, tz: Any) -> bool:

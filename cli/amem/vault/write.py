@@ -116,8 +116,14 @@ def _remove_folders(created: list[str]) -> None:
             break
 
 
-def update_note(config: Any, ref: NoteRef, transform: Callable[[bytes | None], bytes], *,
-                base_version: str | None = None, require_existing: bool = False) -> UpdateResult:
+def update_note(
+    config: Any,
+    ref: NoteRef,
+    transform: Callable[[bytes | None], bytes],
+    *,
+    base_version: str | None = None,
+    require_existing: bool = False,
+) -> UpdateResult:
     """Lock the note, read it, check `base_version`, write `transform(old)` atomically, remember the result.
 
     `old` is None for a missing note. Nothing is created when a check fails or the transform raises.
@@ -139,8 +145,11 @@ def update_note(config: Any, ref: NoteRef, transform: Callable[[bytes | None], b
             raise NotFound(f"cannot write note {quote(ref.id)}: no such note (--require-existing)")
         current = version_of(old or b"")
         if base_version is not None and base_version.lower() != current:
-            raise Conflict(f"cannot write note {quote(ref.id)}: it changed since version {base_version} "
-                           f"(now {current}); read it again and retry", current_version=current)
+            raise Conflict(
+                f"cannot write note {quote(ref.id)}: it changed since version {base_version} "
+                f"(now {current}); read it again and retry",
+                current_version=current,
+            )
         data = transform(old)
         created_dirs: list[str] = []
         try:
@@ -171,8 +180,15 @@ def _remember(config: Any, note_id: str, version: str) -> None:
 # --- append and overwrite ---------------------------------------------------------------------------
 
 
-def write_note(config: Any, raw_id: str, content: str, *, mode: str = "append", base_version: str | None = None,
-               require_existing: bool = False) -> dict[str, Any]:
+def write_note(
+    config: Any,
+    raw_id: str,
+    content: str,
+    *,
+    mode: str = "append",
+    base_version: str | None = None,
+    require_existing: bool = False,
+) -> dict[str, Any]:
     """`amem write`: append (default) or overwrite one note. Returns {id, mode, bytes, version, created}."""
     if mode not in ("append", "overwrite"):
         raise UsageError(f"unknown write mode {mode!r}")
@@ -194,8 +210,7 @@ def write_note(config: Any, raw_id: str, content: str, *, mode: str = "append", 
         return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
 
     result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
-    return {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version,
-            "created": result.created}
+    return {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
 
 
 def _decode(data: bytes, note_id: str) -> str:
@@ -267,8 +282,7 @@ def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
 _KEY_LINE = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))[ \t]*:(?:[ \t]|$)""")
 
 
-def set_keys(note: ParsedNote, updates: dict[str, Any], tz: Any,
-             append_missing_only: tuple[str, ...] = ()) -> str:
+def set_keys(note: ParsedNote, updates: dict[str, Any], tz: Any, append_missing_only: tuple[str, ...] = ()) -> str:
     """The frontmatter block of `note` with `updates` applied and created/updated normalised, edited as
     text so the user's comments, order and quoting survive. Falls back to re-rendering the mapping
     when a key to change spans several lines."""

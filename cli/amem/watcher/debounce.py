@@ -16,8 +16,14 @@ from typing import Any
 
 
 class Debouncer:
-    def __init__(self, delay: float, flush: Callable[[Any], None], *, max_wait: float | None = None,
-                 on_error: Callable[[BaseException], None] | None = None) -> None:
+    def __init__(
+        self,
+        delay: float,
+        flush: Callable[[Any], None],
+        *,
+        max_wait: float | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.delay = max(delay, 0.0)
         self.max_wait = max_wait if max_wait is not None else max(10 * self.delay, 2.0)
         self._flush = flush

@@ -39,12 +39,50 @@ FULL_HASH_LIMIT = 32 * 1024 * 1024
 _SAMPLE = 1024 * 1024
 
 #: The source's TEXT_EXTENSIONS; `.env` and `.env.*` count as text by name.
-TEXT_EXTENSIONS = frozenset({
-    ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".py", ".rb", ".go", ".rs", ".java", ".kt", ".swift",
-    ".c", ".cc", ".cpp", ".h", ".hpp", ".md", ".mdx", ".txt", ".rst", ".json", ".yaml", ".yml", ".toml",
-    ".ini", ".env", ".html", ".css", ".scss", ".vue", ".svelte", ".sh", ".bash", ".zsh", ".fish", ".sql",
-    ".graphql", ".proto",
-})
+TEXT_EXTENSIONS = frozenset(
+    {
+        ".ts",
+        ".tsx",
+        ".js",
+        ".jsx",
+        ".mjs",
+        ".cjs",
+        ".py",
+        ".rb",
+        ".go",
+        ".rs",
+        ".java",
+        ".kt",
+        ".swift",
+        ".c",
+        ".cc",
+        ".cpp",
+        ".h",
+        ".hpp",
+        ".md",
+        ".mdx",
+        ".txt",
+        ".rst",
+        ".json",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".ini",
+        ".env",
+        ".html",
+        ".css",
+        ".scss",
+        ".vue",
+        ".svelte",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".fish",
+        ".sql",
+        ".graphql",
+        ".proto",
+    }
+)
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -106,15 +144,19 @@ class SessionIds:
             if self._current == exhausted:
                 self._generation += 1
                 # A configured id keeps its name so that its sessions stay recognisable: id-2, id-3, …
-                self._current = (f"{self._explicit}-{self._generation}" if self._explicit
-                                 else new_session_id())
+                self._current = f"{self._explicit}-{self._generation}" if self._explicit else new_session_id()
             return self._current
 
 
 def git_toplevel(folder: str) -> str | None:
     try:
-        done = subprocess.run(["git", "-C", folder, "rev-parse", "--show-toplevel"], capture_output=True,
-                              text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", "-C", folder, "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     top = done.stdout.strip()
@@ -167,8 +209,9 @@ def read_snapshot(path: str, size: int, mtime_ns: int, allow_binary: bool) -> Fi
     preview = None
     if wants_preview:
         preview = _preview(head, more=len(head) < size)
-    return FileSnapshot(size=size, preview=preview, truncated=wants_preview and size > MAX_PREVIEW_BYTES,
-                        sha256=digest.hexdigest())
+    return FileSnapshot(
+        size=size, preview=preview, truncated=wants_preview and size > MAX_PREVIEW_BYTES, sha256=digest.hexdigest()
+    )
 
 
 def _preview(head: bytes, more: bool) -> str:
@@ -273,6 +316,10 @@ def observe_path(root: WatchedRoot, abs_path: str, session_id: str, allow_binary
         return build_observation(root, abs_path, session_id, snapshot=None)
     except OSError:
         # Unreadable (permissions): still worth saying it changed, without content.
-        snapshot = FileSnapshot(size=info.st_size, preview=None, truncated=False,
-                                sha256=hashlib.sha256(f"{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest())
+        snapshot = FileSnapshot(
+            size=info.st_size,
+            preview=None,
+            truncated=False,
+            sha256=hashlib.sha256(f"{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest(),
+        )
     return build_observation(root, abs_path, session_id, snapshot=snapshot)

@@ -91,11 +91,20 @@ class InotifyTree(TreeWatcher):
         #: change what a file says. IN_CLOSE_WRITE marks the end of a save, IN_MODIFY covers writers that keep
         #: a file open; IN_EXCL_UNLINK drops events for files already unlinked; IN_ONLYDIR refuses a file
         #: that replaced the folder meanwhile; IN_DONT_FOLLOW keeps symlinked folders out of the tree.
-        self.mask = (c.IN_CREATE | c.IN_MODIFY | c.IN_CLOSE_WRITE | c.IN_DELETE | c.IN_MOVED_FROM
-                     | c.IN_MOVED_TO | c.IN_DELETE_SELF | c.IN_MOVE_SELF | c.IN_ONLYDIR | c.IN_DONT_FOLLOW
-                     | c.IN_EXCL_UNLINK)
-        self._file_events = c.IN_CREATE | c.IN_MODIFY | c.IN_CLOSE_WRITE | c.IN_DELETE | c.IN_MOVED_FROM \
+        self.mask = (
+            c.IN_CREATE
+            | c.IN_MODIFY
+            | c.IN_CLOSE_WRITE
+            | c.IN_DELETE
+            | c.IN_MOVED_FROM
             | c.IN_MOVED_TO
+            | c.IN_DELETE_SELF
+            | c.IN_MOVE_SELF
+            | c.IN_ONLYDIR
+            | c.IN_DONT_FOLLOW
+            | c.IN_EXCL_UNLINK
+        )
+        self._file_events = c.IN_CREATE | c.IN_MODIFY | c.IN_CLOSE_WRITE | c.IN_DELETE | c.IN_MOVED_FROM | c.IN_MOVED_TO
         fd = ic.inotify_init()
         if fd < 0:
             import ctypes
@@ -160,8 +169,9 @@ class InotifyTree(TreeWatcher):
             raise OSError(err, os.strerror(err), folder)
         return int(wd)
 
-    def _watch_tree(self, root: WatchedRoot, top: str, *, report_files: bool,
-                    moved_from: tuple[WatchedRoot, str] | None = None) -> int:
+    def _watch_tree(
+        self, root: WatchedRoot, top: str, *, report_files: bool, moved_from: tuple[WatchedRoot, str] | None = None
+    ) -> int:
         """Add a watch to `top` and every non-ignored folder below it. The watch goes on before the folder
         is listed, so a file created meanwhile is seen either by the listing or by an event (the debounce
         merges the two). With `report_files`, files found are reported as changes (a folder that appeared
@@ -203,7 +213,7 @@ class InotifyTree(TreeWatcher):
                     self.on_path(root, entry.path)
                     if moved_from is not None:
                         old_root, old_top = moved_from
-                        old_path = old_top + entry.path[len(top):]
+                        old_path = old_top + entry.path[len(top) :]
                         if not old_root.rules.is_path_ignored(old_root.rel(old_path)):
                             self.on_path(old_root, old_path)
         return added
@@ -219,14 +229,17 @@ class InotifyTree(TreeWatcher):
         if exc.errno == errno.ENOSPC:
             if not self._limit_reported:
                 self._limit_reported = True
-                self.warn(f"the inotify watch limit is reached; {folder} and other folders are not watched "
-                          "(raise fs.inotify.max_user_watches, or ignore more folders)")
+                self.warn(
+                    f"the inotify watch limit is reached; {folder} and other folders are not watched "
+                    "(raise fs.inotify.max_user_watches, or ignore more folders)"
+                )
         elif exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # gone already: nothing to watch
             # A home folder can hold hundreds of unreadable folders: name a few, not all of them.
             self._failures_reported += 1
             if self._failures_reported <= 5:
-                more = " (further folders that cannot be watched are not logged)" if self._failures_reported == 5 \
-                    else ""
+                more = (
+                    " (further folders that cannot be watched are not logged)" if self._failures_reported == 5 else ""
+                )
                 self.warn(f"cannot watch {folder}: {exc.strerror}{more}")
 
     def _reconcile(self, root: WatchedRoot, top: str) -> None:
@@ -283,7 +296,7 @@ class InotifyTree(TreeWatcher):
         offset = 0
         while offset + 16 <= len(data):
             wd, mask, cookie, length = struct.unpack_from("iIII", data, offset)
-            name = data[offset + 16: offset + 16 + length].rstrip(b"\0")
+            name = data[offset + 16 : offset + 16 + length].rstrip(b"\0")
             offset += 16 + length
             try:
                 with self._lock:
@@ -309,8 +322,9 @@ class InotifyTree(TreeWatcher):
         root, folder = entry
         if not name:
             if mask & (self.IN_DELETE_SELF | self.IN_MOVE_SELF) and folder == root.path:
-                self.warn(f"{root.path} was {'deleted' if mask & self.IN_DELETE_SELF else 'moved'}; "
-                          "it is no longer watched")
+                self.warn(
+                    f"{root.path} was {'deleted' if mask & self.IN_DELETE_SELF else 'moved'}; it is no longer watched"
+                )
             return
         path = os.path.join(folder, name)
         rel = root.rel(path)
@@ -337,8 +351,7 @@ class InotifyTree(TreeWatcher):
                 if source is not None:
                     self._report_moved_away(source[0], source[1], path)
                 return
-            self._watch_tree(root, path, report_files=True,
-                             moved_from=(source[0], source[1]) if source else None)
+            self._watch_tree(root, path, report_files=True, moved_from=(source[0], source[1]) if source else None)
         elif mask & self.IN_DELETE:
             self._unwatch_tree(path)
 
@@ -347,7 +360,7 @@ class InotifyTree(TreeWatcher):
         listed where they are now, which names the old paths to report (as deletes, since they are gone)."""
         for folder, _, files in os.walk(new_top):
             for name in files:
-                old_path = old_top + os.path.join(folder, name)[len(new_top):]
+                old_path = old_top + os.path.join(folder, name)[len(new_top) :]
                 if not old_root.rules.is_path_ignored(old_root.rel(old_path)):
                     self.on_path(old_root, old_path)
 

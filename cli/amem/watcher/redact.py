@@ -13,8 +13,18 @@ REDACTED = "[REDACTED]"
 
 #: A key is sensitive when, lower-cased with non-alphanumerics removed, it contains one of these.
 SENSITIVE_WORDS = (
-    "apikey", "accesstoken", "accesskey", "authorization", "bearer", "clientsecret",
-    "password", "passwd", "privatekey", "pwd", "secret", "token",
+    "apikey",
+    "accesstoken",
+    "accesskey",
+    "authorization",
+    "bearer",
+    "clientsecret",
+    "password",
+    "passwd",
+    "privatekey",
+    "pwd",
+    "secret",
+    "token",
 )
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]")
@@ -44,10 +54,10 @@ _JWT = re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]*\.[A-Za-z0-9_\-]+\.[A-Z
 _JWT_MIN_LENGTH = 100
 
 _TOKEN_SHAPES = re.compile(
-    r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"              # AWS access key ids
-    r"|(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{20,}"                     # GitHub tokens
-    r"|(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{20,}"                   # GitHub fine-grained tokens
-    r"|(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9\-]{10,}"                  # Slack tokens
+    r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"  # AWS access key ids
+    r"|(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{20,}"  # GitHub tokens
+    r"|(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{20,}"  # GitHub fine-grained tokens
+    r"|(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack tokens
     # `sk-…` API keys; the digit requirement keeps long kebab-case words such as CSS class names.
     r"|(?<![A-Za-z0-9_\-])sk-(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}"
 )
@@ -99,7 +109,8 @@ def redact(text: str) -> str:
     text = _INLINE_QUOTED_KEY.sub(_inline_replacement, text)
     text = _INLINE_BARE_KEY.sub(_inline_replacement, text)
     text = _QUERY_KEY.sub(
-        lambda m: m.group("head") + REDACTED if is_sensitive_key(m.group("key")) else m.group(0), text)
+        lambda m: m.group("head") + REDACTED if is_sensitive_key(m.group("key")) else m.group(0), text
+    )
     return text
 
 
@@ -129,7 +140,7 @@ def _redact_scalar(value: str) -> str:
     if quote in "\"'":
         end = _closing_quote(value, quote)
         inner = value[1:end] if end > 0 else value[1:]
-        rest = value[end + 1:] if end > 0 else ""
+        rest = value[end + 1 :] if end > 0 else ""
         scheme = _AUTH_SCHEME.match(inner)
         secret = f"{scheme.group('scheme')} {REDACTED}" if scheme else REDACTED
         # Whatever follows the string (`,`, more inline JSON) is checked by the inline rules.
@@ -165,7 +176,7 @@ def _redact_key_lines(text: str) -> str:
     while i < len(lines):
         line = lines[i]
         body = line[:-1] if line.endswith("\r") else line
-        cr = line[len(body):]
+        cr = line[len(body) :]
         match = _KEY_LINE.match(body)
         if not match or not is_sensitive_key(match.group("key")):
             i += 1
@@ -173,8 +184,11 @@ def _redact_key_lines(text: str) -> str:
         value = match.group("value")
         head = body[: match.start("value")]
         stripped = value.strip()
-        if _BLOCK_SCALAR.match(stripped) or (not stripped and match.group("sep").strip() == ":") \
-                or _OPENER.match(stripped):
+        if (
+            _BLOCK_SCALAR.match(stripped)
+            or (not stripped and match.group("sep").strip() == ":")
+            or _OPENER.match(stripped)
+        ):
             i = _redact_children(lines, i, _indent(body), block_scalar=bool(_BLOCK_SCALAR.match(stripped)))
             continue
         lines[i] = head + _redact_scalar(value) + cr
@@ -206,7 +220,7 @@ def _redact_children(lines: list[str], parent: int, parent_indent: int, *, block
 
 def _redact_child_line(line: str, indent: int) -> str:
     body = line.rstrip("\r")
-    cr = line[len(body):]
+    cr = line[len(body) :]
     match = _KEY_LINE.match(body)
     if match:
         value = match.group("value")
@@ -216,7 +230,7 @@ def _redact_child_line(line: str, indent: int) -> str:
     content = body[indent:]
     marker = re.match(r"^-[ \t]+", content)
     prefix = marker.group(0) if marker else ""
-    item = content[len(prefix):]
+    item = content[len(prefix) :]
     if not item.strip() or item.strip() in ("{", "[", "}", "]", "},", "],"):
         return line
     return body[:indent] + prefix + _redact_scalar(item) + cr
@@ -235,7 +249,7 @@ def _redact_inline_structures(text: str) -> str:
         end = _matching_bracket(text, match.end())
         if end < 0:
             continue  # spans lines: the indented children were handled line by line
-        out.append(text[pos:match.end()])
+        out.append(text[pos : match.end()])
         out.append(REDACTED)
         pos = end + 1
     out.append(text[pos:])

@@ -92,8 +92,9 @@ class IgnoreRules:
         """(Re)read `<folder>/.gitignore`; return whether the rules changed."""
         if not self.use_gitignore:
             return False
-        path = os.path.join(self.root, folder_rel, ".gitignore") if folder_rel else os.path.join(self.root,
-                                                                                                  ".gitignore")
+        path = (
+            os.path.join(self.root, folder_rel, ".gitignore") if folder_rel else os.path.join(self.root, ".gitignore")
+        )
         spec = _read_spec(path)
         with self._lock:
             old = self._gitignore.get(folder_rel)
@@ -121,7 +122,7 @@ class IgnoreRules:
             spec = gitignore.get(folder)
             if spec is None:
                 continue
-            result = spec.check_file(probe[len(folder) + 1:] if folder else probe)
+            result = spec.check_file(probe[len(folder) + 1 :] if folder else probe)
             if result.include is not None:
                 verdict = result.include
         return bool(verdict)

@@ -25,8 +25,10 @@ from .rules import IgnoreRules, is_inside
 
 Log = Callable[[str], None]
 
-NO_ROOTS = ("no folders to watch: give DIR arguments, set AGENTMEMORY_FS_WATCH_DIRS (comma-separated), "
-            "or list watch.dirs in the config")
+NO_ROOTS = (
+    "no folders to watch: give DIR arguments, set AGENTMEMORY_FS_WATCH_DIRS (comma-separated), "
+    "or list watch.dirs in the config"
+)
 
 
 @dataclass(frozen=True)
@@ -136,8 +138,15 @@ class Watcher:
     """One running watch. `start()` attaches the roots and starts the sinks; `stop()` flushes and returns
     the summary. Observations can be followed with `on_observation` (tests, benchmarks)."""
 
-    def __init__(self, options: WatchOptions, *, config: Any, stdout: TextIO | None = None,
-                 log: Log | None = None, warn: Log | None = None) -> None:
+    def __init__(
+        self,
+        options: WatchOptions,
+        *,
+        config: Any,
+        stdout: TextIO | None = None,
+        log: Log | None = None,
+        warn: Log | None = None,
+    ) -> None:
         from ..output import info
         from ..output import warn as warn_line
 
@@ -184,19 +193,26 @@ class Watcher:
                     started.close()
                 self._sinks = []
                 raise WatchError(f"cannot start the {sink.name} sink: {exc}") from None
-        self._debouncer = Debouncer(self.options.debounce_ms / 1000.0, self._flush,
-                                    on_error=lambda exc: self.warn(f"change not observed: {exc}"))
+        self._debouncer = Debouncer(
+            self.options.debounce_ms / 1000.0,
+            self._flush,
+            on_error=lambda exc: self.warn(f"change not observed: {exc}"),
+        )
         self._debouncer.start()
         self._tree.start()
         self._started = True
 
         for root in self.roots:
-            self.log(f"watching {root.path} (project {root.project}, {root.folders} folder(s))"
-                     if self._tree.watch_count is not None else f"watching {root.path} (project {root.project})")
+            self.log(
+                f"watching {root.path} (project {root.project}, {root.folders} folder(s))"
+                if self._tree.watch_count is not None
+                else f"watching {root.path} (project {root.project})"
+            )
         if self._tree.watch_count is not None:
             self.log(f"{self._tree.watch_count} OS watch(es) in use; ignored folders are not watched")
-        self.log("observations go to " + ", ".join(s.describe() for s in self._sinks)
-                 + f"; session {self.sessions.current}")
+        self.log(
+            "observations go to " + ", ".join(s.describe() for s in self._sinks) + f"; session {self.sessions.current}"
+        )
 
     def _attach(self, raw: str) -> str | None:
         """Attach one root; return why it could not be, or None."""
@@ -211,8 +227,13 @@ class Watcher:
             if is_inside(path, other.path) or is_inside(other.path, path):
                 return f"{path}: overlaps the watched root {other.path}"
         toplevel = git_toplevel(path)
-        rules = IgnoreRules(path, patterns=self.options.ignore, use_gitignore=self.options.use_gitignore,
-                            excluded=self.options.excluded, git_toplevel=toplevel)
+        rules = IgnoreRules(
+            path,
+            patterns=self.options.ignore,
+            use_gitignore=self.options.use_gitignore,
+            excluded=self.options.excluded,
+            git_toplevel=toplevel,
+        )
         if rules.root_excluded:
             return f"{path}: it is amem's own vault or state folder, whose changes amem makes itself"
         root = WatchedRoot(path=path, project=self.options.project or project_name(path, toplevel), rules=rules)
@@ -233,9 +254,18 @@ class Watcher:
         for name in self.options.sinks:
             if name == "server":
                 spool = ObservationSpool(self.options.spool_dir, self.options.url)
-                sinks.append(ServerSink(self.options.url, self.options.secret, spool, self.sessions,
-                                        log=self.log, warn=self.warn, retry_initial=self.options.retry_initial,
-                                        retry_max=self.options.retry_max))
+                sinks.append(
+                    ServerSink(
+                        self.options.url,
+                        self.options.secret,
+                        spool,
+                        self.sessions,
+                        log=self.log,
+                        warn=self.warn,
+                        retry_initial=self.options.retry_initial,
+                        retry_max=self.options.retry_max,
+                    )
+                )
             elif name == "vault":
                 sinks.append(VaultSink(self.config, self.warn))
             elif name == "stdout":
@@ -284,8 +314,12 @@ class Watcher:
                 self._debouncer.stop(flush_pending=True)
             for sink in self._sinks:
                 sink.close(self.options.drain_timeout)
-        return WatchSummary(self.observed, {s.name: s.stats() for s in self._sinks}, [r.path for r in self.roots],
-                            stdout_closed=any(getattr(s, "closed", False) for s in self._sinks))
+        return WatchSummary(
+            self.observed,
+            {s.name: s.stats() for s in self._sinks},
+            [r.path for r in self.roots],
+            stdout_closed=any(getattr(s, "closed", False) for s in self._sinks),
+        )
 
 
 def run_watch(options: WatchOptions, *, config: Any, stdout: TextIO | None = None) -> WatchSummary:

@@ -228,9 +228,19 @@ class ServerSink(Sink):
 
     name = "server"
 
-    def __init__(self, url: str, secret: str | None, spool: ObservationSpool, sessions: SessionIds, *,
-                 log: Log, warn: Log, retry_initial: float = 0.5, retry_max: float = 30.0,
-                 timeout: float = REQUEST_TIMEOUT) -> None:
+    def __init__(
+        self,
+        url: str,
+        secret: str | None,
+        spool: ObservationSpool,
+        sessions: SessionIds,
+        *,
+        log: Log,
+        warn: Log,
+        retry_initial: float = 0.5,
+        retry_max: float = 30.0,
+        timeout: float = REQUEST_TIMEOUT,
+    ) -> None:
         self.url = url.rstrip("/")
         self.endpoint = self.url + OBSERVE_PATH
         self.secret = secret
@@ -272,8 +282,11 @@ class ServerSink(Sink):
             item = self.spool.put(observation)
         except OSError as exc:
             # The spool is the promise of delivery; without it, keep the observation in memory and say so.
-            self._report("spool", f"cannot write the spool in {self.spool.dir}: {exc}; observations are kept "
-                                  "in memory only until it works again")
+            self._report(
+                "spool",
+                f"cannot write the spool in {self.spool.dir}: {exc}; observations are kept "
+                "in memory only until it works again",
+            )
             item = observation
         with self._cond:
             self._queue.append(item)
@@ -319,8 +332,7 @@ class ServerSink(Sink):
                 try:
                     observation = self.spool.load(path)
                 except (OSError, ValueError) as exc:
-                    self._report("damaged", f"spooled observation {path.name} is damaged ({exc}); "
-                                            "moved to failed/")
+                    self._report("damaged", f"spooled observation {path.name} is damaged ({exc}); moved to failed/")
                     self.spool.fail(path)
                     self._pop(item)
                     continue
@@ -349,14 +361,19 @@ class ServerSink(Sink):
                 self.rejected += 1
                 where = f"kept in {self.spool.fail(path).parent}" if path is not None else "dropped"
                 self._pop(item)
-                self._report(f"rejected-{outcome.status}",
-                             f"{self.url} rejected an observation ({outcome.reason}); not retrying it, {where} "
-                             "(further rejections like it are not logged)")
+                self._report(
+                    f"rejected-{outcome.status}",
+                    f"{self.url} rejected an observation ({outcome.reason}); not retrying it, {where} "
+                    "(further rejections like it are not logged)",
+                )
             else:
                 self._in_outage = True
-                self._report("outage", f"cannot deliver to {self.url}: {outcome.reason}; observations are "
-                                       f"spooled in {self.spool.dir} and retried (backoff up to "
-                                       f"{self.retry_max:g} s)")
+                self._report(
+                    "outage",
+                    f"cannot deliver to {self.url}: {outcome.reason}; observations are "
+                    f"spooled in {self.spool.dir} and retried (backoff up to "
+                    f"{self.retry_max:g} s)",
+                )
                 retry_at = time.monotonic() + backoff
                 with self._cond:
                     # New observations do not cut the backoff short (they wait behind the oldest); only
@@ -425,8 +442,13 @@ class ServerSink(Sink):
 
 def _connection_reason(exc: BaseException) -> str:
     text = str(exc)
-    for marker in ("Connection refused", "Name or service not known", "No route to host",
-                   "Connection reset", "timed out"):
+    for marker in (
+        "Connection refused",
+        "Name or service not known",
+        "No route to host",
+        "Connection reset",
+        "timed out",
+    ):
         if marker in text:
             return marker.lower()
     return type(exc).__name__
