@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 _FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _LINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
 _BACKTICKS = re.compile(r"`+")
+
+
+def link_key(text: str) -> str:
+    """How link resolution compares names, as Obsidian does: Unicode NFC, then case-folded, so that
+    `[[internal links]]` meets `Internal links.md` and NFD spellings meet NFC ones."""
+    return unicodedata.normalize("NFC", text).casefold()
 
 
 class Link(NamedTuple):
