@@ -198,3 +198,26 @@ def test_a_locked_index_is_reported_not_discarded(config: Config, monkeypatch: p
     index = VaultIndex(config)
     index.refresh()
     assert index.ids() == ["a.md", "b.md"]
+
+
+@pytest.mark.parametrize("links", [1, 250])  # queries per link, and the in-memory resolver of a bulk refresh
+def test_links_resolve_ignoring_case_and_normalisation(config: Config, links: int) -> None:
+    vault = config.vault_root
+    write_file(vault / "docs/Internal links.md", "# Internal links\n")
+    write_file(vault / "Caf\u00e9.md", "# NFC name\n")
+    write_file(vault / "linker.md", "[[internal links]] [[cafe\u0301]]\n" * links)
+    index = VaultIndex(config)
+    index.refresh()
+    assert index.backlinks("docs/Internal links.md") == ["linker.md"]
+    assert index.backlinks("Caf\u00e9.md") == ["linker.md"]
+    assert index.resolve("DOCS/INTERNAL LINKS") == "docs/Internal links.md"
+
+    # A note spelled exactly as the link is written takes its links over, and gives them back when it goes.
+    write_file(vault / "internal links.md", "# exact\n")
+    index.refresh()
+    assert index.backlinks("internal links.md") == ["linker.md"]
+    assert index.backlinks("docs/Internal links.md") == []
+    (vault / "internal links.md").unlink()
+    index.refresh()
+    assert index.backlinks("docs/Internal links.md") == ["linker.md"]
+    index.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amem.vault.links import Link, LinkResolver, extract_links, resolution_keys
+from amem.vault.links import Link, LinkResolver, extract_links, link_spans, resolution_keys
 
 
 def targets(body: str) -> list[str]:
@@ -119,3 +119,68 @@ def test_heading_part_is_ignored_when_resolving() -> None:
 
 def test_resolution_keys_cover_every_tier() -> None:
     assert resolution_keys("a/b/c.md", (".md",)) == {"a/b/c.md", "a/b/c", "b/c.md", "b/c", "c.md", "c"}
+
+
+# --- case and Unicode normalisation, as Obsidian resolves them -----------------------------------------
+
+CAFE_NFC = "caf\u00e9"
+CAFE_NFD = "cafe\u0301"
+
+
+@pytest.mark.parametrize(
+    "ids, target, expected",
+    [
+        (["Internal links.md"], "internal links", "Internal links.md"),
+        (["docs/Graph View.md"], "graph view", "docs/Graph View.md"),
+        (["docs/Graph View.md"], "DOCS/graph view", "docs/Graph View.md"),  # exact path, another case
+        (["a/Docs/Graph View.md"], "docs/GRAPH VIEW.MD", "a/Docs/Graph View.md"),  # suffix, with extension
+        ([f"{CAFE_NFD}.md"], CAFE_NFC, f"{CAFE_NFD}.md"),  # NFC link, NFD file name
+        ([f"{CAFE_NFC}.md"], CAFE_NFD, f"{CAFE_NFC}.md"),
+        (["Straße.md"], "STRASSE", "Straße.md"),  # full case folding
+        # the exact spelling wins within a tier, whatever the code-point order says
+        (["Foo.md", "foo.md"], "Foo", "Foo.md"),
+        (["Foo.md", "foo.md"], "foo", "foo.md"),
+        (["Foo.md", "foo.md"], "FOO", "Foo.md"),  # neither is exact: code-point order
+        ([f"{CAFE_NFC}.md", f"{CAFE_NFD}.md"], CAFE_NFD, f"{CAFE_NFD}.md"),
+        (["a/Foo.md", "b/c/foo.md"], "foo", "b/c/foo.md"),  # exact spelling beats fewer segments
+        (["a/Foo.md", "b/c/foo.md"], "FOO", "a/Foo.md"),  # otherwise fewest segments
+        # a tier still beats the next: an exact path in another case beats a suffix spelled exactly
+        (["Notes/foo.md", "x/notes/foo.md"], "notes/foo", "Notes/foo.md"),
+    ],
+)
+def test_resolution_ignores_case_and_normalisation(ids: list[str], target: str, expected: str) -> None:
+    assert LinkResolver(ids, (".md",)).resolve(target) == expected
+
+
+def test_ranked_lists_the_winning_tier_best_first() -> None:
+    resolver = LinkResolver(["Foo.md", "foo.md", "x/foo.md"], (".md",))
+    assert resolver.ranked("foo") == ["foo.md", "Foo.md"]
+    assert resolver.ranked("x/FOO") == ["x/foo.md"]
+    assert resolver.ranked("nothing") == []
+
+
+def test_remove_undoes_add() -> None:
+    resolver = LinkResolver(["a/Foo.md", "b/foo.md"], (".md",))
+    resolver.remove("b/foo.md")
+    assert resolver.resolve("foo") == "a/Foo.md"
+    resolver.remove("a/Foo.md")
+    assert resolver.resolve("foo") is None
+    assert resolver.exact == resolver.suffix == resolver.basename == {}
+
+
+def test_resolution_keys_are_link_keys() -> None:
+    assert resolution_keys("A/Foo.MD", (".md",)) == {"a/foo.md", "a/foo", "foo.md", "foo"}
+
+
+def test_link_spans_locate_each_target_as_written() -> None:
+    body = "x [[a/b|Alias]] `[[code]]` ![[ c\\d #^blk]]\r\n| [[t\\|T]] | [[#local]]\n```\n[[no]]\n```\n[[e#h]]"
+    spans = link_spans(body)
+    assert [body[s.target_start : s.target_end] for s in spans] == ["a/b", "c\\d", "t", "", "e"]
+    assert [body[s.start : s.end] for s in spans] == [
+        "[[a/b|Alias]]",
+        "![[ c\\d #^blk]]",
+        "[[t\\|T]]",
+        "[[#local]]",
+        "[[e#h]]",
+    ]
+    assert [s.link for s in spans] == extract_links(body)

@@ -23,12 +23,12 @@ from typing import Any, NamedTuple, TypeVar
 from ..digest import sha1_hex
 from ..errors import InternalError
 from ..output import warn
-from .links import LinkResolver, extract_links, normalise_target, resolution_keys
+from .links import LinkResolver, extract_links, link_key, normalise_target, resolution_keys
 
 _T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
 #: A file or folder modified this shortly before a scan may change again within the file system's
 #: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
@@ -47,6 +47,9 @@ CREATE TABLE notes (
     folder TEXT NOT NULL,      -- the id's folder with its trailing '/', '' at the vault root
     name TEXT NOT NULL,        -- the id's last segment, for base-name link resolution
     rid TEXT NOT NULL,         -- the id reversed, so that path-suffix resolution is an index range
+    key TEXT NOT NULL,         -- link_key(id): links resolve by it, ignoring case and normalisation
+    name_key TEXT NOT NULL,    -- link_key(name)
+    rkey TEXT NOT NULL,        -- link_key(id) reversed
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
     digest TEXT,               -- set while the file is racily recent (see RACY_NS)
@@ -57,16 +60,21 @@ CREATE TABLE notes (
 CREATE INDEX notes_folder ON notes (folder);
 CREATE INDEX notes_name ON notes (name);
 CREATE INDEX notes_rid ON notes (rid);
+CREATE INDEX notes_key ON notes (key);
+CREATE INDEX notes_name_key ON notes (name_key);
+CREATE INDEX notes_rkey ON notes (rkey);
 CREATE INDEX notes_racy ON notes (digest) WHERE digest IS NOT NULL;
 CREATE INDEX notes_problem ON notes (problem) WHERE problem IS NOT NULL;
 CREATE TABLE links (
     src INTEGER NOT NULL,      -- notes.rowid of the linking note
     seq INTEGER NOT NULL,
     target TEXT NOT NULL,      -- normalised target, heading/block part removed
+    tkey TEXT NOT NULL,        -- link_key(target): the links a new or removed note can change
     resolved TEXT              -- note id the target resolves to, NULL when none
 );
 CREATE INDEX links_src ON links (src);
 CREATE INDEX links_target ON links (target);
+CREATE INDEX links_tkey ON links (tkey);
 CREATE INDEX links_resolved ON links (resolved);
 CREATE TABLE seen (id TEXT PRIMARY KEY, version TEXT NOT NULL);
 CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: recheck next time
@@ -473,11 +481,15 @@ class VaultIndex:
             else:
                 title, frontmatter = "", "{}"
             cut = note_id.rfind("/") + 1
+            key = link_key(note_id)
             values = (
                 note_id,
                 note_id[:cut],
                 note_id[cut:],
                 note_id[::-1],
+                key,
+                key[key.rfind("/") + 1 :],
+                key[::-1],
                 mtime_ns,
                 size,
                 digest,
@@ -489,8 +501,8 @@ class VaultIndex:
             if rowid is None:
                 id_set_changed = id_set_changed or problem is None
                 rowid = conn.execute(
-                    "INSERT INTO notes (id, folder, name, rid, mtime_ns, size, digest, problem, "
-                    "title, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO notes (id, folder, name, rid, key, name_key, rkey, mtime_ns, size, digest, "
+                    "problem, title, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     values,
                 ).lastrowid
                 assert rowid is not None
@@ -500,8 +512,8 @@ class VaultIndex:
                     flipped.append(note_id)
                     id_set_changed = True
                 conn.execute(
-                    "UPDATE notes SET id=?, folder=?, name=?, rid=?, mtime_ns=?, size=?, digest=?, "
-                    "problem=?, title=?, frontmatter=? WHERE rowid=?",
+                    "UPDATE notes SET id=?, folder=?, name=?, rid=?, key=?, name_key=?, rkey=?, mtime_ns=?, "
+                    "size=?, digest=?, problem=?, title=?, frontmatter=? WHERE rowid=?",
                     (*values, rowid),
                 )
                 for ext in extensions:
@@ -524,15 +536,15 @@ class VaultIndex:
                     affected |= resolution_keys(note_id, self.config.extensions)
             for note_id in flipped:
                 affected |= resolution_keys(note_id, self.config.extensions)
-            rows = select_in(conn, "SELECT DISTINCT target FROM links WHERE target IN ({})", sorted(affected))
+            rows = select_in(conn, "SELECT DISTINCT target FROM links WHERE tkey IN ({})", sorted(affected))
             conn.executemany(
                 "UPDATE links SET resolved = ? WHERE target = ?", [(resolver.resolve(t), t) for (t,) in set(rows)]
             )
         if resolver is not None:
             conn.executemany(
-                "INSERT INTO links (src, seq, target, resolved) VALUES (?, ?, ?, ?)",
+                "INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)",
                 [
-                    (rowid, seq, target, resolver.resolve(target))
+                    (rowid, seq, target, link_key(target), resolver.resolve(target))
                     for rowid, targets_of in parsed_links.items()
                     for seq, target in enumerate(targets_of)
                     if target
@@ -618,19 +630,18 @@ class _IndexResolver(LinkResolver):
         sql = f"SELECT id FROM notes WHERE problem IS NULL AND ({where})"
         return [row[0] for row in self.conn.execute(sql, values)]
 
-    def find_exact(self, candidates: list[str]) -> list[str]:
-        found = set(self._ids(f"id IN ({','.join('?' * len(candidates))})", candidates))
-        return [c for c in candidates if c in found]
+    def find_exact(self, keys: list[str]) -> list[str]:
+        return self._ids(f"key IN ({','.join('?' * len(keys))})", keys)
 
-    def find_suffix(self, candidates: list[str]) -> list[str]:
+    def find_suffix(self, keys: list[str]) -> list[str]:
         found: list[str] = []
-        for candidate in candidates:
-            low = ("/" + candidate)[::-1]
-            found += self._ids("rid >= ? AND rid < ?", [low, low + "\U0010ffff"])
+        for key in keys:
+            low = ("/" + key)[::-1]
+            found += self._ids("rkey >= ? AND rkey < ?", [low, low + "\U0010ffff"])
         return found
 
-    def find_basename(self, names: list[str]) -> list[str]:
-        return self._ids(f"name IN ({','.join('?' * len(names))})", names)
+    def find_basename(self, keys: list[str]) -> list[str]:
+        return self._ids(f"name_key IN ({','.join('?' * len(keys))})", keys)
 
 
 def _statements(script: str) -> Iterator[str]:

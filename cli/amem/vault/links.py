@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -38,29 +39,34 @@ class Link(NamedTuple):
 
 def prose_lines(body: str) -> Iterator[str]:
     """Lines outside fenced code blocks (``` or ~~~, up to 3 spaces of indent; an unclosed fence runs on)."""
-    return (line for line in _prose_with_breaks(body) if line is not None)
+    return (item[1] for item in _prose_with_breaks(body) if item is not None)
 
 
-def _paragraphs(body: str) -> Iterator[str]:
-    """Runs of prose lines split at blank lines and fences: the reach of one inline code span."""
-    current: list[str] = []
-    for line in _prose_with_breaks(body):
-        if line is None or not line.strip():
+def _paragraphs(body: str) -> Iterator[list[tuple[int, str]]]:
+    """Runs of prose lines split at blank lines and fences, each line with its offset in `body`: the
+    reach of one inline code span."""
+    current: list[tuple[int, str]] = []
+    for item in _prose_with_breaks(body):
+        if item is None or not item[1].strip():
             if current:
-                yield "\n".join(current)
+                yield current
                 current = []
             continue
-        current.append(line)
+        current.append(item)
     if current:
-        yield "\n".join(current)
+        yield current
 
 
-def _prose_with_breaks(body: str) -> Iterator[str | None]:
-    """Lines outside fenced code; each opening fence yields None, so a code span never crosses a block.
-    A fence closes only on a line of the same character, at least as long, with nothing after it."""
+def _prose_with_breaks(body: str) -> Iterator[tuple[int, str] | None]:
+    """Lines outside fenced code with their offsets (a line's `\\r` is left off); each opening fence
+    yields None, so a code span never crosses a block. A fence closes only on a line of the same
+    character, at least as long, with nothing after it."""
     fence_char = ""
     fence_len = 0
+    offset = 0
     for raw in body.split("\n"):
+        start = offset
+        offset += len(raw) + 1
         line = raw[:-1] if raw.endswith("\r") else raw
         if fence_char:
             stripped = line.lstrip(" ")
@@ -74,11 +80,12 @@ def _prose_with_breaks(body: str) -> Iterator[str | None]:
             fence_char, fence_len = match.group(2)[0], len(match.group(2))
             yield None
             continue
-        yield line
+        yield start, line
 
 
 def strip_code_spans(text: str) -> str:
-    """Blank out inline code spans: a run of n backticks up to the next run of exactly n."""
+    """Blank out inline code spans (a run of n backticks up to the next run of exactly n) with as many
+    spaces, keeping line breaks, so that every other character stays at its offset."""
     out: list[str] = []
     pos = 0
     runs = list(_BACKTICKS.finditer(text))
@@ -91,7 +98,7 @@ def strip_code_spans(text: str) -> str:
             continue
         closing = runs[closing_index]
         out.append(text[pos : opening.start()])
-        out.append(" ")
+        out.append(re.sub(r"[^\n]", " ", text[opening.start() : closing.end()]))
         pos = closing.end()
         i = closing_index + 1
     out.append(text[pos:])
@@ -111,18 +118,71 @@ def parse_link(inner: str, embed: bool) -> Link:
     return Link(target.strip().replace("\\", "/"), alias.strip() if sep else None, heading, block, embed)
 
 
-def extract_links(body: str) -> list[Link]:
-    """Every [[link]] and ![[embed]] in the body, in order, outside fenced code and inline code."""
+def _target_bounds(inner: str) -> tuple[int, int]:
+    """Where the target is written inside a link's brackets: before the first `|` (or a table's `\\|`)
+    and the first `#`, without the spaces around it."""
+    end = inner.find("|")
+    if end < 0:
+        end = len(inner)
+    elif end > 0 and inner[end - 1] == "\\":
+        end -= 1
+    fragment = inner.find("#", 0, end)
+    if fragment >= 0:
+        end = fragment
+    written = inner[:end]
+    start = len(written) - len(written.lstrip())
+    return start, max(start, len(written.rstrip()))
+
+
+class LinkSpan(NamedTuple):
+    """A link and where it is written: `start`/`end` bound the whole `[[…]]` (or `![[…]]`) in the text it
+    was found in, `target_start`/`target_end` the target as written (backslashes and all)."""
+
+    link: Link
+    start: int
+    end: int
+    target_start: int
+    target_end: int
+
+
+def link_spans(body: str) -> list[LinkSpan]:
+    """Every [[link]] and ![[embed]] in the body with its position, in order, outside fenced code and
+    inline code."""
     if "[[" not in body:
         return []
-    links: list[Link] = []
+    spans: list[LinkSpan] = []
     for paragraph in _paragraphs(body):
-        if "[[" not in paragraph:
+        text = "\n".join(line for _, line in paragraph)
+        if "[[" not in text:
             continue
-        text = strip_code_spans(paragraph) if "`" in paragraph else paragraph
+        if "`" in text:
+            text = strip_code_spans(text)
+        # offsets of each line in `text` and in `body`: a link never crosses a line
+        in_text: list[int] = []
+        at = 0
+        for _, line in paragraph:
+            in_text.append(at)
+            at += len(line) + 1
         for match in _LINK.finditer(text):
-            links.append(parse_link(match.group(2), bool(match.group(1))))
-    return links
+            row = bisect_right(in_text, match.start()) - 1
+            shift = paragraph[row][0] - in_text[row]
+            inner = match.group(2)
+            first, last = _target_bounds(inner)
+            spans.append(
+                LinkSpan(
+                    parse_link(inner, bool(match.group(1))),
+                    match.start() + shift,
+                    match.end() + shift,
+                    match.start(2) + first + shift,
+                    match.start(2) + last + shift,
+                )
+            )
+    return spans
+
+
+def extract_links(body: str) -> list[Link]:
+    """Every [[link]] and ![[embed]] in the body, in order, outside fenced code and inline code."""
+    return [span.link for span in link_spans(body)]
 
 
 # --- resolution ------------------------------------------------------------------------------------
@@ -148,60 +208,91 @@ def _with_extensions(key: str, extensions: tuple[str, ...]) -> list[str]:
 
 
 def resolution_keys(note_id: str, extensions: tuple[str, ...]) -> set[str]:
-    """Every normalised target that could resolve to `note_id`: its path suffixes and base name,
-    each with and without the extension. Used to find the links a new or removed note can change."""
-    parts = note_id.split("/")
+    """Every normalised target that could resolve to `note_id`, as link keys: its path suffixes and base
+    name, each with and without the extension. Used to find the links a new or removed note can change."""
+    parts = link_key(note_id).split("/")
     keys: set[str] = set()
     for start in range(len(parts)):
         suffix = "/".join(parts[start:])
         keys.add(suffix)
         for ext in extensions:
-            if suffix.lower().endswith(ext.lower()):
-                keys.add(suffix[: -len(ext)])
+            if suffix.endswith(link_key(ext)):
+                keys.add(suffix[: -len(link_key(ext))])
     return keys
 
 
 class LinkResolver:
-    """Resolves link targets: exact path, then path suffix at a `/` boundary, then base name anywhere;
-    each tier with or without the extension; ties go to the fewest segments, then code-point order.
+    """Resolves link targets as Obsidian does: exact path, then path suffix at a `/` boundary, then base
+    name anywhere; each tier with or without the extension, and each comparing by `link_key` (case and
+    Unicode normalisation ignored). Within the first tier that matches, a note spelled exactly as written
+    wins, then the fewest path segments, then code-point order of the id (in the exact tier, the target
+    as written wins over the target plus an extension, in the configured extensions' order).
 
-    This class looks ids up in memory (built once for bulk work); subclasses answer the same three
-    lookups from elsewhere (the index database) and share the tiers."""
+    The lookups, for a subclass that answers them from elsewhere (the index database), all receive link
+    keys and return actual note ids, every one that matches, in any order, duplicates allowed:
+
+    - `find_exact(keys)`: ids whose `link_key(id)` is one of `keys`;
+    - `find_suffix(keys)`: ids whose `link_key(id)` ends with `/` followed by one of `keys`;
+    - `find_basename(keys)`: ids whose last segment's `link_key` is one of `keys`.
+
+    Which of them wins is decided here, from the ids as spelled, so every subclass ranks alike. This
+    class answers from memory (built once for bulk work); `add` and `remove` keep it current."""
 
     def __init__(self, ids: Iterable[str], extensions: tuple[str, ...]) -> None:
         self.extensions = extensions
-        self.exact: set[str] = set()
+        self.exact: dict[str, list[str]] = {}
         self.suffix: dict[str, list[str]] = {}
         self.basename: dict[str, list[str]] = {}
         for note_id in ids:
             self.add(note_id)
 
-    def add(self, note_id: str) -> None:
-        self.exact.add(note_id)
-        parts = note_id.split("/")
+    def _keys_of(self, note_id: str) -> Iterator[tuple[dict[str, list[str]], str]]:
+        key = link_key(note_id)
+        yield self.exact, key
+        parts = key.split("/")
         for start in range(1, len(parts)):
-            self.suffix.setdefault("/".join(parts[start:]), []).append(note_id)
-        self.basename.setdefault(parts[-1], []).append(note_id)
+            yield self.suffix, "/".join(parts[start:])
+        yield self.basename, parts[-1]
 
-    def find_exact(self, candidates: list[str]) -> list[str]:
-        return [c for c in candidates if c in self.exact]
+    def add(self, note_id: str) -> None:
+        for table, key in self._keys_of(note_id):
+            table.setdefault(key, []).append(note_id)
 
-    def find_suffix(self, candidates: list[str]) -> list[str]:
-        """Ids that end with `/` + a candidate."""
-        return [i for c in candidates for i in self.suffix.get(c, ())]
+    def remove(self, note_id: str) -> None:
+        for table, key in self._keys_of(note_id):
+            ids = table.get(key)
+            if ids is not None and note_id in ids:
+                ids.remove(note_id)
+                if not ids:
+                    del table[key]
 
-    def find_basename(self, names: list[str]) -> list[str]:
-        return [i for c in names for i in self.basename.get(c, ())]
+    def find_exact(self, keys: list[str]) -> list[str]:
+        return [i for k in keys for i in self.exact.get(k, ())]
+
+    def find_suffix(self, keys: list[str]) -> list[str]:
+        return [i for k in keys for i in self.suffix.get(k, ())]
+
+    def find_basename(self, keys: list[str]) -> list[str]:
+        return [i for k in keys for i in self.basename.get(k, ())]
+
+    def ranked(self, target: str) -> list[str]:
+        """Every note of the first tier that matches `target`, best first (empty when none does): the
+        first is what the link resolves to, and a link resolves uniquely when it is the only one."""
+        path = normalise_target(target)
+        if not path:
+            return []
+        written = _with_extensions(path, self.extensions)
+        keys = [link_key(c) for c in written]
+        found = set(self.find_exact(keys))
+        if found:
+            return sorted(found, key=lambda i: (i not in written, keys.index(link_key(i)), i))
+        found = set(self.find_suffix(keys))
+        if found:
+            return sorted(found, key=lambda i: (not any(i.endswith("/" + c) for c in written), *_sort_key(i)))
+        names = _with_extensions(path.rsplit("/", 1)[-1], self.extensions)
+        found = set(self.find_basename([link_key(n) for n in names]))
+        return sorted(found, key=lambda i: (i.rsplit("/", 1)[-1] not in names, *_sort_key(i)))
 
     def resolve(self, target: str) -> str | None:
-        key = normalise_target(target)
-        if not key:
-            return None
-        candidates = _with_extensions(key, self.extensions)
-        found = self.find_exact(candidates)
-        if found:
-            return found[0]  # the target as written wins over the target plus an extension
-        found = self.find_suffix(candidates)
-        if not found:
-            found = self.find_basename(_with_extensions(key.rsplit("/", 1)[-1], self.extensions))
-        return min(found, key=_sort_key) if found else None
+        found = self.ranked(target)
+        return found[0] if found else None
