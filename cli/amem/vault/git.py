@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import GitError, NotFound
 
@@ -417,24 +417,55 @@ def _busy_message() -> str:
 def commit_file(
     repo: Repository, rel: str, content: bytes | None, message: str, *, mode: str = "100644"
 ) -> CommitOutcome:
-    """Commit `content` (None: the file's removal) at `rel` on top of HEAD, and nothing else.
+    """Commit `content` (None: the file's removal) at `rel` on top of HEAD, and nothing else."""
+    return commit_paths(repo, [PathChange(rel, content, mode)], message)
+
+
+class PathChange(NamedTuple):
+    """One path of a commit: its new content, or None for its removal."""
+
+    rel: str
+    content: bytes | None
+    mode: str = "100644"
+
+
+def commit_paths(repo: Repository, changes: Sequence[PathChange], message: str) -> CommitOutcome:
+    """Commit exactly `changes` on top of HEAD, in one commit, and nothing else.
 
     The commit is built in a temporary index seeded from HEAD, so whatever the user has staged is
-    neither committed nor disturbed; afterwards only `rel`'s entry in the user's index is updated, so
-    `git status` shows the note clean. No hooks run: a post-commit hook that calls `amem write --commit`
-    must not recurse. HEAD is moved with its old value as a guard; if another commit landed meanwhile,
-    the commit is rebuilt on top of it.
+    neither committed nor disturbed; afterwards only the changed paths' entries in the user's index are
+    updated, so `git status` shows them clean. No hooks run: a post-commit hook that calls `amem write
+    --commit` must not recurse. HEAD is moved with its old value as a guard; if another commit landed
+    meanwhile, the commit is rebuilt on top of it. A removal and an addition of similar content in one
+    commit is what git reports as a rename.
     """
     ident_env, warnings = _identity(repo)
-    blob: str | None = None
-    if content is not None:
-        # --path applies the clean filters (eol, LFS) that `git add` would for this path.
-        blob = _out(_run(["hash-object", "-w", "--stdin", f"--path={rel}"], repo.top, input=content))
-    entry_args = (
-        ["update-index", "--add", "--cacheinfo", f"{mode},{blob},{rel}"]
-        if blob
-        else ["update-index", "--force-remove", "--", rel]
-    )
+    removed = [c.rel for c in changes if c.content is None]
+    entries: list[str] = []
+    for change in changes:
+        if change.content is not None:
+            # --path applies the clean filters (eol, LFS) that `git add` would for this path.
+            blob = _out(_run(["hash-object", "-w", "--stdin", f"--path={change.rel}"], repo.top, input=change.content))
+            entries.append(f"{change.mode} {blob}\t{change.rel}")
+
+    def apply_changes(env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
+        if removed:
+            proc = _run(
+                ["update-index", "--force-remove", "-z", "--stdin"],
+                repo.top,
+                env=env,
+                check=False,
+                input="".join(f"{rel}\0" for rel in removed).encode("utf-8", "surrogateescape"),
+            )
+            if proc.returncode != 0 or not entries:
+                return proc
+        return _run(
+            ["update-index", "--add", "-z", "--index-info"],
+            repo.top,
+            env=env,
+            check=False,
+            input="".join(f"{entry}\0" for entry in entries).encode("utf-8", "surrogateescape"),
+        )
 
     with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-git-") as scratch:
         new_commit: str | None = None
@@ -443,7 +474,9 @@ def commit_file(
             index_env = {"GIT_INDEX_FILE": os.path.join(scratch, f"commit-{attempt}")}
             if head is not None:
                 _run(["read-tree", head], repo.top, env=index_env)
-            _run(entry_args, repo.top, env=index_env)
+            proc = apply_changes(index_env)
+            if proc.returncode != 0:
+                raise GitError(_failure(["update-index"], proc))
             tree = _out(_run(["write-tree"], repo.top, env=index_env))
             if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
                 return CommitOutcome(hash=None, warnings=warnings)
@@ -462,18 +495,19 @@ def commit_file(
         if new_commit is None:
             raise GitError("could not commit: HEAD kept moving while amem was committing; try again")
 
-        # The commit is made; the user's index must now agree with it for this one path. git edits a
+        # The commit is made; the user's index must now agree with it for these paths. git edits a
         # copy (it would refuse the real index while we hold index.lock), which then replaces the index.
         copy = os.path.join(scratch, "user-index")
         if index_lock.index.exists():
             shutil.copyfile(index_lock.index, copy)
-        proc = _run(entry_args, repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
+        proc = apply_changes({"GIT_INDEX_FILE": copy})
         if proc.returncode == 0:
             index_lock.publish(Path(copy).read_bytes())
         else:
+            paths = " ".join(c.rel for c in changes)
             warnings.append(
-                f"committed {new_commit[:12]}, but could not update the git index entry for {rel} "
-                f"({_failure(['update-index'], proc)}); `git reset -q -- {rel}` brings it in line"
+                f"committed {new_commit[:12]}, but could not update the git index entries for {paths} "
+                f"({_failure(['update-index'], proc)}); `git reset -q -- {paths}` brings them in line"
             )
     return CommitOutcome(hash=new_commit, warnings=warnings)
 
@@ -501,6 +535,32 @@ def commit_note(config: Config, note_path: Path, message: str, *, content: bytes
         except OSError as exc:
             raise GitError(f"cannot read the note to commit it: {exc.strerror}") from None
     outcome = commit_file(repo, rel, content, message, mode=_file_mode(Path(note_path)))
+    outcome.initialised = initialised
+    if initialised:
+        outcome.warnings.insert(0, "the vault was in no git repository; initialised one at the vault root")
+    return outcome
+
+
+def commit_notes(config: Config, notes: Sequence[tuple[Path, bytes | None]], message: str) -> CommitOutcome:
+    """Commit several notes in one commit, as `commit_note` commits one: each (path, content) commits that
+    content, or with None the file as it is on disk (its removal when it is gone). Initialises a
+    repository at the vault root when there is none."""
+    repo = find_repository(Path(config.vault_root))
+    initialised = False
+    if repo is None:
+        repo = init_repository(config.vault_root)
+        initialised = True
+    changes: list[PathChange] = []
+    for note_path, content in notes:
+        if content is None:
+            try:
+                content = Path(note_path).read_bytes()
+            except FileNotFoundError:
+                content = None
+            except OSError as exc:
+                raise GitError(f"cannot read a note to commit it: {exc.strerror}") from None
+        changes.append(PathChange(repo.relpath(note_path), content, _file_mode(Path(note_path))))
+    outcome = commit_paths(repo, changes, message)
     outcome.initialised = initialised
     if initialised:
         outcome.warnings.insert(0, "the vault was in no git repository; initialised one at the vault root")

@@ -97,10 +97,10 @@ def _make_parents(folder: str, created: list[str]) -> None:
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory") from None
 
 
-def _write_failure(note_id: str, exc: OSError) -> AmemError:
+def _write_failure(note_id: str, exc: OSError, verb: str = "write") -> AmemError:
     """An OSError as amem reports it: the vault-relative id and the system's reason, never a host path."""
     reason = "a folder on its path is a file" if exc.errno == errno.ENOTDIR else exc.strerror or type(exc).__name__
-    message = f"cannot write note {quote(note_id)}: {reason}"
+    message = f"cannot {verb} note {quote(note_id)}: {reason}"
     if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG):
         return InvalidId(message)
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):

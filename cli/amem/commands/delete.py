@@ -1,0 +1,28 @@
+"""amem delete: remove a note, guarded by its version."""
+
+from __future__ import annotations
+
+import click
+
+from ..output import emit
+from . import complete_note_id
+
+
+@click.command("delete")
+@click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
+@click.option(
+    "--base-version", metavar="V", help="Delete only if the note's current version is V; else nothing changes."
+)
+@click.option("--commit", is_flag=True, help="Commit the removal, and nothing else, to git (also: git.autoCommit).")
+@click.pass_obj
+def command(app: object, note_id: str, base_version: str | None, commit: bool) -> None:
+    """Remove note ID from the vault. Links to it become unresolved; nothing else changes.
+
+    Prints {id, version, commit}: `version` is the removed content's, `commit` the new commit's hash, or
+    null when no commit was made.
+    """
+    from ..report import StderrReporter
+    from ..vault.ops import delete_note
+
+    config = app.config  # type: ignore[attr-defined]
+    emit(delete_note(config, note_id, base_version, StderrReporter(), commit=commit))

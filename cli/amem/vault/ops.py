@@ -1,0 +1,498 @@
+"""Tidying a vault: deleting a note guarded by its version, and moving one while every [[link]] that
+pointed at it is rewritten to point at its new place.
+
+`delete_note` and `move_note` are what `amem delete`, `amem move` and the MCP tools call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..digest import sha1_hex
+from ..errors import Conflict, GitError, InvalidId, NotFound, UsageError
+from ..output import quote
+from ..report import Reporter
+from ..timefmt import iso, now
+from .links import LinkResolver, link_key, link_spans, normalise_target, resolution_keys
+from .notes import parse_note, version_of
+from .paths import NoteRef, resolve_note
+from .write import _make_parents, _remember, _remove_folders, _write_failure, note_lock, set_keys, update_note
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from .index import VaultIndex
+
+
+def _lock_key(ref: NoteRef) -> str:
+    """The file whose lock `update_note` takes for this note: an in-vault symlink's target, else the note."""
+    path = str(ref.path)
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def _read_existing(ref: NoteRef, verb: str) -> bytes:
+    try:
+        with open(ref.path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotFound(f"cannot {verb} note {quote(ref.id)}: no such note") from None
+    except IsADirectoryError:
+        raise InvalidId(f"cannot {verb} note {quote(ref.id)}: it is a folder") from None
+    except OSError as exc:
+        raise _write_failure(ref.id, exc, verb) from None
+
+
+def _check_version(ref: NoteRef, verb: str, base_version: str | None, current: str) -> None:
+    if base_version is not None and base_version.lower() != current:
+        raise Conflict(
+            f"cannot {verb} note {quote(ref.id)}: it changed since version {base_version} "
+            f"(now {current}); read it again and retry",
+            current_version=current,
+        )
+
+
+# --- delete ---------------------------------------------------------------------------------------------
+
+
+def delete_note(
+    config: Config,
+    raw_id: str,
+    base_version: str | None = None,
+    reporter: Reporter | None = None,
+    *,
+    commit: bool = False,
+) -> dict[str, Any]:
+    """`amem delete`: remove one note, under its write lock, only if it is still at `base_version`.
+
+    Returns {id, version (of the removed content), commit}. With `commit` (or git.autoCommit) the removal,
+    and nothing else, is committed. Links to the note become unresolved; nothing else changes."""
+    reporter = reporter or Reporter()
+    ref = resolve_note(config, raw_id)
+    with note_lock(config, _lock_key(ref)):
+        data = _read_existing(ref, "delete")
+        version = version_of(data)
+        _check_version(ref, "delete", base_version, version)
+        try:
+            os.unlink(ref.path)
+        except FileNotFoundError:
+            raise NotFound(f"cannot delete note {quote(ref.id)}: no such note") from None
+        except OSError as exc:
+            raise _write_failure(ref.id, exc, "delete") from None
+    sha: str | None = None
+    if commit or config.git_auto_commit:
+        from .git import commit_notes
+
+        try:
+            outcome = commit_notes(config, [(ref.path, None)], f"amem: delete {ref.id}")
+        except GitError as exc:
+            raise GitError(
+                f"deleted note {quote(ref.id)} (version {version}) but did not commit it: {exc.message}",
+                deleted={"id": ref.id, "version": version},
+            ) from None
+        for message in outcome.warnings:
+            reporter.warn(message)
+        sha = outcome.hash
+    return {"id": ref.id, "version": version, "commit": sha}
+
+
+# --- link rewriting ----------------------------------------------------------------------------------------
+
+
+class _Swapped(LinkResolver):
+    """`base` as if note `gone` were not there and note `new` were: the vault on the other side of a move,
+    answered through the resolver's lookups without copying the base."""
+
+    def __init__(self, base: LinkResolver, gone: str, new: str) -> None:
+        super().__init__((new,), base.extensions)
+        self.base = base
+        self.gone = gone
+
+    def find_exact(self, keys: list[str]) -> list[str]:
+        return [i for i in self.base.find_exact(keys) if i != self.gone] + super().find_exact(keys)
+
+    def find_suffix(self, keys: list[str]) -> list[str]:
+        return [i for i in self.base.find_suffix(keys) if i != self.gone] + super().find_suffix(keys)
+
+    def find_basename(self, keys: list[str]) -> list[str]:
+        return [i for i in self.base.find_basename(keys) if i != self.gone] + super().find_basename(keys)
+
+
+class _Move:
+    """What a link means before and after moving `old` to `new`."""
+
+    def __init__(self, before: LinkResolver, after: LinkResolver, old: str, new: str) -> None:
+        self.before = before
+        self.after = after
+        self.old = old
+        self.new = new
+        self.new_keys = resolution_keys(new, after.extensions)
+
+    def retarget(self, written: str) -> str | None:
+        """The new text for a link target written as `written`, or None when it is to stay as it is.
+
+        A link that resolved to `old` must resolve to `new`, and by a path that names `new` (not merely
+        through the base-name fallback with a folder that is no longer right); one that resolved to
+        another note must still resolve to it (the moved note could take it over); an unresolved one
+        stays as it is."""
+        was = self.before.resolve(written)
+        if was is None:
+            return None
+        if was != self.old:
+            return None if self.after.resolve(written) == was else self._spell(written, was)
+        if self.after.resolve(written) == self.new and link_key(normalise_target(written)) in self.new_keys:
+            return None
+        return self._spell(written, self.new)
+
+    def _spell(self, written: str, meant: str) -> str:
+        """`meant` written in the style of `written`: as many path segments (a base name stays a base name)
+        when that resolves uniquely, else the fewest segments that do, else the whole path; with the
+        extension if `written` had one; with `\\` separators if `written` used them."""
+        path = normalise_target(written)
+        extensions = self.after.extensions
+        with_extension = any(path.lower().endswith(ext.lower()) for ext in extensions)
+        parts = meant.split("/")
+        if not with_extension:
+            ext = next((e for e in extensions if parts[-1].lower().endswith(e.lower())), "")
+            if ext and len(parts[-1]) > len(ext):
+                parts[-1] = parts[-1][: -len(ext)]
+        style = min(path.count("/") + 1, len(parts))
+        tried = [style, *(n for n in range(1, len(parts) + 1) if n != style)]
+        separator = "\\" if "\\" in written else "/"
+        for count in tried:
+            candidate = "/".join(parts[-count:])
+            if self.after.ranked(candidate) == [meant]:
+                return candidate.replace("/", separator)
+        return "/".join(parts).replace("/", separator)  # the whole path: the exact tier, spelled exactly
+
+    def rewrite_body(self, body: str) -> tuple[str, int]:
+        """The body with every link that needs it retargeted, and how many were; every other byte stays."""
+        pieces: list[str] = []
+        at = 0
+        count = 0
+        for span in link_spans(body):
+            written = body[span.target_start : span.target_end]
+            if not span.link.target:
+                continue
+            replacement = self.retarget(written)
+            if replacement is None:
+                continue
+            pieces += [body[at : span.target_start], replacement]
+            at = span.target_end
+            count += 1
+        if not count:
+            return body, 0
+        pieces.append(body[at:])
+        return "".join(pieces), count
+
+
+def rewrite_note_text(text: str, move: _Move, stamp: str, tz: Any) -> tuple[str, int]:
+    """A note's text with its links retargeted for `move` and `updated` stamped, as any write stamps it;
+    unchanged (and 0) when no link needs it. CRLF notes stay CRLF, a BOM stays."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    crlf = "\r\n" in text
+    plain = text[len(bom) :].replace("\r\n", "\n")
+    note = parse_note(plain)
+    head = plain[: len(plain) - len(note.body)]
+    body, count = move.rewrite_body(note.body)
+    if not count:
+        return text, 0
+    malformed = note.frontmatter_text is None and note.frontmatter == {} and bool(note.warnings)
+    if not malformed:
+        head = f"---\n{set_keys(note, {'updated': stamp}, tz)}---\n"
+    result = head + body
+    if crlf:
+        result = re.sub(r"(?<!\r)\n", "\r\n", result)
+    return bom + result, count
+
+
+# --- the move journal --------------------------------------------------------------------------------------
+
+
+class _Journal:
+    """What a move has done so far, kept in the cache (never in the vault) so that running the same move
+    again after a crash finishes it. One JSON object a line: first the plan, then one line per note
+    about to be rewritten with its version before and after, written under that note's lock before the
+    file is replaced; so a note whose version is the `after` of its line is done."""
+
+    def __init__(self, config: Config, old: str, new: str) -> None:
+        name = sha1_hex(f"{old}\0{new}".encode("utf-8", "surrogateescape"))
+        self.path: Path = config.cache_dir / "moves" / f"{name}.jsonl"
+        self.old = old
+        self.new = new
+        self.plan: dict[str, Any] | None = None
+        self.steps: dict[str, dict[str, Any]] = {}
+
+    def load(self) -> bool:
+        """Read a journal left by an earlier run of this move; False when there is none (or it is unusable)."""
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return False
+        records = []
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                break  # a line cut short by a crash: what follows it was never written
+        if not records or records[0].get("from") != self.old or records[0].get("to") != self.new:
+            return False
+        self.plan = records[0]
+        for record in records[1:]:
+            if isinstance(record, dict) and isinstance(record.get("note"), str):
+                self.steps[record["note"]] = record
+        return True
+
+    def start(self, version: str, sources: list[str]) -> None:
+        self.plan = {"from": self.old, "to": self.new, "version": version, "sources": sources}
+        self.steps = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(self.plan, ensure_ascii=False) + "\n")
+
+    def record(self, note_id: str, before: str, after: str, links: int) -> None:
+        step = {"note": note_id, "before": before, "after": after, "links": links}
+        self.steps[note_id] = step
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(step, ensure_ascii=False) + "\n")
+
+    def finish(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+# --- move ----------------------------------------------------------------------------------------------
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b) if not os.path.islink(a) else os.lstat(a) == os.lstat(b)
+    except OSError:
+        return False
+
+
+def _ordered_locks(config: Config, refs: Iterable[NoteRef]) -> contextlib.ExitStack:
+    """The write locks of several notes, always taken in the same order, so two moves cannot deadlock."""
+    stack = contextlib.ExitStack()
+    for key in sorted({_lock_key(ref) for ref in refs}):
+        stack.enter_context(note_lock(config, key))
+    return stack
+
+
+def _rename(
+    config: Config, old: NoteRef, new: NoteRef, base_version: str | None, journal: _Journal, sources: list[str]
+) -> str:
+    """Move the file from `old` to `new` under both notes' locks; never replaces a note at `new`."""
+    with _ordered_locks(config, (old, new)):
+        data = _read_existing(old, "move")
+        version = version_of(data)
+        _check_version(old, "move", base_version, version)
+        if os.path.lexists(new.path):
+            raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
+        journal.start(version, sources)
+        created: list[str] = []
+        try:
+            _make_parents(os.path.dirname(new.path), created)
+            try:
+                # A hard link never replaces a file that appeared at `new` meanwhile, as rename would.
+                os.link(old.path, new.path, follow_symlinks=False)
+            except FileExistsError:
+                raise Conflict(
+                    f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there"
+                ) from None
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
+                    raise
+                os.rename(old.path, new.path)  # a file system without hard links; `new` was checked above
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(old.path)
+        except OSError as exc:
+            _remove_folders(created)
+            raise _write_failure(new.id, exc, "move") from None
+        except BaseException:
+            _remove_folders(created)
+            raise
+    _remember(config, new.id, version)
+    return version
+
+
+def _sources(index: VaultIndex, before: LinkResolver, old: str, new: str) -> list[str]:
+    """The notes whose links the move can change: those linking to `old`, and those linking to a note that
+    `new` could take their links from (one with the same base name), all found through the backlinks."""
+    found = set(index.backlinks(old))
+    name = new.rsplit("/", 1)[-1]
+    stem = next((name[: -len(e)] for e in before.extensions if name.lower().endswith(e.lower())), name)
+    for rival in set(before.find_basename([link_key(n) for n in [stem, *(stem + e for e in before.extensions)]])):
+        if rival != old:
+            found.update(index.backlinks(rival))
+    found.discard(old)
+    found.discard(new)
+    return sorted(found)
+
+
+def move_note(
+    config: Config,
+    old_raw: str,
+    new_raw: str,
+    base_version: str | None = None,
+    reporter: Reporter | None = None,
+    *,
+    commit: bool = False,
+) -> dict[str, Any]:
+    """`amem move`: rename note OLD to NEW and rewrite every link in the vault that resolved to OLD so that it
+    resolves to NEW (and any link NEW would take over so that it keeps its note), each rewrite through the
+    locked write path. Returns {id: NEW, from: OLD, version, rewritten: [{id, links}], commit}.
+
+    Interrupted at any point, the same call finishes the job: a journal in the cache says what was planned
+    and done; without one (or after a rename made by hand), finding OLD gone and NEW there, the vault's
+    links are rewritten as they would have resolved with OLD in NEW's place."""
+    from .index import VaultIndex
+
+    reporter = reporter or Reporter()
+    old = resolve_note(config, old_raw)
+    new = resolve_note(config, new_raw)
+    if old.id == new.id:
+        raise UsageError(f"cannot move note {quote(old.id)}: the new id is the same as the old one")
+    journal = _Journal(config, old.id, new.id)
+    resumed = journal.load()
+
+    index = VaultIndex(config)
+    try:
+        index.refresh()
+        old_there, new_there = os.path.lexists(old.path), os.path.lexists(new.path)
+        if old_there and new_there and resumed and _same_file(old.path, new.path):
+            with _ordered_locks(config, (old, new)):
+                os.unlink(old.path)  # killed between linking NEW and unlinking OLD
+            old_there = False
+            index.refresh()
+        ids = index.ids()
+        if old_there:
+            if new_there:
+                raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
+            before = LinkResolver(ids, config.extensions)
+            if old.id not in ids:
+                before.add(old.id)
+            after: LinkResolver = _Swapped(before, old.id, new.id)
+            _rename(config, old, new, base_version, journal, _sources(index, before, old.id, new.id))
+        elif new_there:
+            # Finishing a move: the vault as it is now is the vault after it.
+            after = LinkResolver(ids, config.extensions)
+            if new.id not in ids:
+                after.add(new.id)
+            before = _Swapped(after, new.id, old.id)
+            if resumed and journal.plan is not None:
+                _check_version(old, "move", base_version, str(journal.plan.get("version")))
+            else:
+                # No journal (lost, or the file was renamed by hand): every note may hold such a link.
+                moved = version_of(_read_existing(new, "move"))
+                _check_version(new, "move", base_version, moved)
+                journal.start(moved, [i for i in ids if i != new.id])
+        else:
+            raise NotFound(f"cannot move note {quote(old.id)}: no such note")
+    finally:
+        index.close()
+
+    assert journal.plan is not None
+    move = _Move(before, after, old.id, new.id)
+    written: dict[str, bytes] = {}
+    rewritten: dict[str, int] = {}
+    for note_id in [*journal.plan.get("sources", []), new.id]:
+        links = _rewrite_one(config, journal, move, note_id, written)
+        if links:
+            rewritten[note_id] = links
+
+    sha: str | None = None
+    if commit or config.git_auto_commit:
+        from .git import commit_notes
+
+        vault = Path(config.vault_root)
+        paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
+        try:
+            outcome = commit_notes(config, list(dict.fromkeys(paths)), f"amem: move {old.id} to {new.id}")
+        except GitError as exc:
+            raise GitError(
+                f"moved note {quote(old.id)} to {quote(new.id)} but did not commit it: {exc.message}",
+                moved={"id": new.id, "from": old.id},
+            ) from None
+        for message in outcome.warnings:
+            reporter.warn(message)
+        sha = outcome.hash
+    journal.finish()
+    try:
+        version = version_of(Path(new.path).read_bytes())
+    except OSError:
+        version = version_of(written.get(new.id, b""))
+    return {
+        "id": new.id,
+        "from": old.id,
+        "version": version,
+        "rewritten": [{"id": i, "links": n} for i, n in sorted(rewritten.items())],
+        "commit": sha,
+    }
+
+
+def _note_path(vault: Path, note_id: str) -> Path:
+    return vault.joinpath(*note_id.split("/"))
+
+
+def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, written: dict[str, bytes]) -> int:
+    """Rewrite one note's links for `move` through the write path; the number of links it has rewritten,
+    in this run or (as its journal line shows) an earlier one."""
+    ref = NoteRef(note_id, _note_path(Path(config.vault_root), note_id))
+    step = journal.steps.get(note_id)
+    try:
+        current = ref.path.read_bytes()
+    except OSError:
+        return 0  # gone since the index saw it: no links left to rewrite
+    if step is not None and version_of(current) == step.get("after"):
+        return int(step.get("links", 0))  # done by the run that was interrupted
+    if step is None and not _may_need_rewrite(current, move):
+        return 0
+    tz = config.tz
+    counted = [0]
+
+    def transform(old: bytes | None) -> bytes:
+        if old is None:
+            raise _Nothing()
+        try:
+            text = old.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Nothing() from None
+        new_text, count = rewrite_note_text(text, move, iso(now(tz)), tz)
+        if not count:
+            raise _Nothing()
+        data = new_text.encode("utf-8")
+        journal.record(note_id, version_of(old), version_of(data), count)
+        counted[0] = count
+        written[note_id] = data
+        return data
+
+    try:
+        update_note(config, ref, transform)
+    except _Nothing:
+        return 0
+    return counted[0]
+
+
+class _Nothing(Exception):
+    """Raised from a rewrite's transform when the note has no link to change: nothing is written."""
+
+
+def _may_need_rewrite(data: bytes, move: _Move) -> bool:
+    """A cheap first look, outside the lock, so that notes with nothing to change are not locked at all."""
+    if b"[[" not in data:
+        return False
+    try:
+        body = parse_note(data.decode("utf-8")).body
+    except UnicodeDecodeError:
+        return False
+    return any(
+        move.retarget(body[span.target_start : span.target_end]) is not None
+        for span in link_spans(body)
+        if span.link.target
+    )
