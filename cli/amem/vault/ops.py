@@ -313,9 +313,11 @@ def _rename(
                 os.unlink(old.path)
         except OSError as exc:
             _remove_folders(created)
+            journal.finish()
             raise _write_failure(new.id, exc, "move") from None
         except BaseException:
             _remove_folders(created)
+            journal.finish()
             raise
     _remember(config, new.id, version)
     return version
@@ -406,6 +408,11 @@ def move_note(
         if links:
             rewritten[note_id] = links
 
+    if not _indexed(config, new.id):
+        reporter.warn(
+            f"note {quote(new.id)} is now in a folder that scans skip (excludeDirs or a hidden folder): "
+            "search does not find it and amem no longer resolves links to it"
+        )
     sha: str | None = None
     if commit or config.git_auto_commit:
         from .git import commit_notes
@@ -436,6 +443,18 @@ def move_note(
     }
 
 
+def _indexed(config: Config, note_id: str) -> bool:
+    """Whether scans index a note at `note_id` (its folders are neither skipped nor excluded)."""
+    from .index import ALWAYS_SKIPPED
+
+    for folder in note_id.split("/")[:-1]:
+        if folder in ALWAYS_SKIPPED or folder in config.exclude_dirs:
+            return False
+        if folder.startswith(".") and not config.index_hidden_dirs:
+            return False
+    return True
+
+
 def _note_path(vault: Path, note_id: str) -> Path:
     return vault.joinpath(*note_id.split("/"))
 
@@ -443,7 +462,10 @@ def _note_path(vault: Path, note_id: str) -> Path:
 def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, written: dict[str, bytes]) -> int:
     """Rewrite one note's links for `move` through the write path; the number of links it has rewritten,
     in this run or (as its journal line shows) an earlier one."""
-    ref = NoteRef(note_id, _note_path(Path(config.vault_root), note_id))
+    try:
+        ref = resolve_note(config, note_id)  # the same path, and so the same lock, as any other write
+    except InvalidId:
+        return 0  # a file amem refuses to write (a name it does not accept as an id)
     step = journal.steps.get(note_id)
     try:
         current = ref.path.read_bytes()
