@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -279,12 +280,14 @@ def test_a_move_killed_halfway_is_finished_by_running_it_again(
     argv = [*AMEM, "move", "people/alice", "past/alice-2026", "--commit"]
     journal_dir = config.cache_dir / "moves"
 
-    # Hold one note's write lock, as another writer would: the move rewrites the notes before it, in
-    # order, then waits for that lock; it is killed while it waits.
-    with note_lock(config, str(vault / "n10.md")):
+    # Hold the write locks of half the notes, as other writers would: the move rewrites the other half,
+    # then waits for those locks; it is killed while it waits.
+    with contextlib.ExitStack() as held:
+        for name in sources[10:]:
+            held.enter_context(note_lock(config, str(vault / name)))
         proc = subprocess.Popen(argv, cwd=isolated_env, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
-        while "past/alice-2026" not in text(vault / "n09.md"):
+        while not all("past/alice-2026" in text(vault / name) for name in sources[:10]):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.01)
         time.sleep(0.2)

@@ -11,7 +11,9 @@ import errno
 import json
 import os
 import re
+import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,9 @@ from .links import LinkResolver, link_key, link_spans, normalise_target, resolut
 from .notes import parse_note, version_of
 from .paths import NoteRef, resolve_note
 from .write import _make_parents, _remember, _remove_folders, _write_failure, note_lock, set_keys, update_note
+
+#: How many notes a move rewrites at once.
+REWRITE_THREADS = 16
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -132,6 +137,14 @@ class _Move:
         self.old = old
         self.new = new
         self.new_keys = resolution_keys(new, after.extensions)
+        self.names = {*self._names(old), *self._names(new)}
+
+    def _names(self, target: str) -> set[str]:
+        """The last segment's link key, with and without an extension: a link can name a note only
+        when these meet the note's own."""
+        name = link_key(normalise_target(target).rsplit("/", 1)[-1])
+        stems = {name[: -len(e)] for e in map(link_key, self.after.extensions) if name.endswith(e) and name != e}
+        return {name, *stems}
 
     def retarget(self, written: str) -> str | None:
         """The new text for a link target written as `written`, or None when it is to stay as it is.
@@ -140,6 +153,8 @@ class _Move:
         through the base-name fallback with a folder that is no longer right); one that resolved to
         another note must still resolve to it (the moved note could take it over); an unresolved one
         stays as it is."""
+        if self.names.isdisjoint(self._names(written)):
+            return None  # it can name neither the old place nor the new one
         was = self.before.resolve(written)
         if was is None:
             return None
@@ -227,6 +242,7 @@ class _Journal:
         self.new = new
         self.plan: dict[str, Any] | None = None
         self.steps: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
 
     def load(self) -> bool:
         """Read a journal left by an earlier run of this move; False when there is none (or it is unusable)."""
@@ -257,9 +273,10 @@ class _Journal:
 
     def record(self, note_id: str, before: str, after: str, links: int) -> None:
         step = {"note": note_id, "before": before, "after": after, "links": links}
-        self.steps[note_id] = step
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(step, ensure_ascii=False) + "\n")
+        with self._lock:
+            self.steps[note_id] = step
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(step, ensure_ascii=False) + "\n")
 
     def finish(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -402,11 +419,11 @@ def move_note(
     assert journal.plan is not None
     move = _Move(before, after, old.id, new.id)
     written: dict[str, bytes] = {}
-    rewritten: dict[str, int] = {}
-    for note_id in [*journal.plan.get("sources", []), new.id]:
-        links = _rewrite_one(config, journal, move, note_id, written)
-        if links:
-            rewritten[note_id] = links
+    notes = [*journal.plan.get("sources", []), new.id]
+    # Notes are rewritten side by side: each waits mostly on its own flush to disk.
+    with ThreadPoolExecutor(max_workers=REWRITE_THREADS) as pool:
+        counts = list(pool.map(lambda note_id: _rewrite_one(config, journal, move, note_id, written), notes))
+    rewritten = {note_id: count for note_id, count in zip(notes, counts, strict=True) if count}
 
     if not _indexed(config, new.id):
         reporter.warn(
@@ -473,19 +490,27 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
         return 0  # gone since the index saw it: no links left to rewrite
     if step is not None and version_of(current) == step.get("after"):
         return int(step.get("links", 0))  # done by the run that was interrupted
-    if step is None and not _may_need_rewrite(current, move):
-        return 0
     tz = config.tz
+
+    def rewrite(data: bytes) -> tuple[str, int]:
+        if b"[[" not in data:
+            return "", 0
+        try:
+            return rewrite_note_text(data.decode("utf-8"), move, iso(now(tz)), tz)
+        except UnicodeDecodeError:
+            return "", 0
+
+    # Worked out before taking the lock, so that notes with nothing to change are never locked; used
+    # under the lock when the note is still the same, else worked out again from what it is now.
+    planned = rewrite(current)
+    if not planned[1]:
+        return 0
     counted = [0]
 
     def transform(old: bytes | None) -> bytes:
         if old is None:
             raise _Nothing()
-        try:
-            text = old.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _Nothing() from None
-        new_text, count = rewrite_note_text(text, move, iso(now(tz)), tz)
+        new_text, count = planned if old == current else rewrite(old)
         if not count:
             raise _Nothing()
         data = new_text.encode("utf-8")
@@ -503,18 +528,3 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
 
 class _Nothing(Exception):
     """Raised from a rewrite's transform when the note has no link to change: nothing is written."""
-
-
-def _may_need_rewrite(data: bytes, move: _Move) -> bool:
-    """A cheap first look, outside the lock, so that notes with nothing to change are not locked at all."""
-    if b"[[" not in data:
-        return False
-    try:
-        body = parse_note(data.decode("utf-8")).body
-    except UnicodeDecodeError:
-        return False
-    return any(
-        move.retarget(body[span.target_start : span.target_end]) is not None
-        for span in link_spans(body)
-        if span.link.target
-    )
