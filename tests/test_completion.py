@@ -73,7 +73,7 @@ def test_candidates_drop_the_extension_only_when_it_reads_back_as_the_same_note(
 
 
 def test_ids_complete_for_every_command_taking_an_id(notes: Path) -> None:
-    for command in (["read"], ["write"], ["history"], ["restore"]):
+    for command in (["read"], ["write"], ["history"], ["restore"], ["delete"], ["move"], ["move", "notes/auth"]):
         assert complete(command, "notes/d") == ["notes/deep/"], command
     assert complete(["restore", "notes/auth"], "") == []  # HASH is not a note id
 

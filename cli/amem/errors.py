@@ -76,7 +76,7 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     InternalError.code: (InternalError.exit_code, "unexpected internal error"),
     UsageError.code: (UsageError.exit_code, "usage error: bad option, missing argument or content"),
     NotFound.code: (NotFound.exit_code, "not found: no such note, revision or note at that revision"),
-    Conflict.code: (Conflict.exit_code, "conflict: --base-version is stale, nothing was written"),
+    Conflict.code: (Conflict.exit_code, "conflict: --base-version is stale, or a move's NEW exists; nothing changed"),
     InvalidId.code: (InvalidId.exit_code, "invalid note id, or a path outside the vault"),
     GitError.code: (GitError.exit_code, "git problem: no repository, git missing, or git failed"),
     ConfigError.code: (ConfigError.exit_code, "configuration error: bad key, value or YAML"),
