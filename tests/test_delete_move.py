@@ -200,6 +200,9 @@ def test_move_of_a_note_nothing_links_to_changes_no_other_file(vault: Path, amem
         (["a", "../x"], "invalid_id", 5),
         (["a", "/tmp/x"], "invalid_id", 5),
         (["a", "b.md/c"], "invalid_id", 5),  # a folder on NEW's path is a note
+        (["a", "C#"], "invalid_id", 5),  # no [[link]] could name it
+        (["a", "x|y"], "invalid_id", 5),
+        (["a", "[x]"], "invalid_id", 5),
         (["a", "a.md"], "usage", 2),
         (["a"], "usage", 2),
     ],
@@ -330,3 +333,42 @@ def test_move_into_an_excluded_folder_warns(vault: Path, amem: Any) -> None:
     assert result.exit_code == 0
     assert "search does not find it" in result.stderr
     assert text(vault / "n.md") == "[[a]]\n"  # it still names the note, as Obsidian would read it
+
+
+def test_a_move_killed_between_linking_new_and_unlinking_old_is_finished(vault: Path, isolated_env: Path) -> None:
+    write_file(vault / "a/note.md", "x\n")
+    for name in ("n1.md", "n2.md"):
+        write_file(vault / name, "[[a/note]]\n")
+    config = load_config()
+    argv = [*AMEM, "move", "a/note", "b/note"]
+    with note_lock(config, str(vault / "n2.md")):
+        proc = subprocess.Popen(argv, cwd=isolated_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while "b/note" not in text(vault / "n1.md"):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    # The state a kill between the two steps of the rename leaves: both names on the same file.
+    os.link(vault / "b/note.md", vault / "a/note.md")
+    again = subprocess.run(argv, cwd=isolated_env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert not (vault / "a/note.md").exists() and text(vault / "b/note.md") == "x\n"
+    assert [parse_note(text(vault / n)).body for n in ("n1.md", "n2.md")] == ["[[b/note]]\n"] * 2
+    # Without the journal, the same two names are a conflict: NEW exists.
+    os.link(vault / "b/note.md", vault / "a/note.md")
+    assert subprocess.run(argv, cwd=isolated_env, capture_output=True, timeout=60).returncode == 4
+
+
+def test_delete_waits_for_the_notes_write_lock(vault: Path, isolated_env: Path) -> None:
+    note = write_file(vault / "x.md", "x\n")
+    config = load_config()
+    with note_lock(config, str(note)):
+        proc = subprocess.Popen(
+            [*AMEM, "delete", "x"], cwd=isolated_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        time.sleep(1.0)
+        assert proc.poll() is None and note.exists()  # waiting for the writer that holds the lock
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["version"] == version_of(b"x\n") and not note.exists()

@@ -27,6 +27,8 @@ from .notes import parse_note, version_of
 from .paths import NoteRef, resolve_note
 from .write import _make_parents, _remember, _remove_folders, _write_failure, note_lock, set_keys, update_note
 
+#: Characters a link target cannot hold: they end it or start its heading, block or alias part.
+LINK_SYNTAX = "[]|#"
 #: How many notes a move rewrites at once.
 REWRITE_THREADS = 16
 
@@ -377,6 +379,12 @@ def move_note(
     new = resolve_note(config, new_raw)
     if old.id == new.id:
         raise UsageError(f"cannot move note {quote(old.id)}: the new id is the same as the old one")
+    unlinkable = sorted(set(new.id) & set(LINK_SYNTAX))
+    if unlinkable:
+        raise InvalidId(
+            f"cannot move note {quote(old.id)} to {quote(new.id)}: a [[link]] cannot name a note "
+            f"whose id holds {' '.join(unlinkable)}"
+        )
     journal = _Journal(config, old.id, new.id)
     resumed = journal.load()
 
