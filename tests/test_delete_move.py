@@ -372,3 +372,26 @@ def test_delete_waits_for_the_notes_write_lock(vault: Path, isolated_env: Path) 
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert json.loads(out)["version"] == version_of(b"x\n") and not note.exists()
+
+
+def test_move_loses_no_append_made_while_it_rewrites(vault: Path, isolated_env: Path) -> None:
+    write_file(vault / "t.md", "target\n")
+    write_file(vault / "busy.md", "---\ntitle: Busy\n---\nLinks to [[t]].\n")
+    appender = (
+        "import sys\nfrom amem.cli import run\n"
+        "for i in range(15):\n    run(['write', 'busy', f'entry {sys.argv[1]}-{i}'])\n"
+    )
+    writers = [
+        subprocess.Popen([sys.executable, "-c", appender, str(w)], cwd=isolated_env, stdout=subprocess.DEVNULL)
+        for w in range(4)
+    ]
+    time.sleep(0.5)
+    moved = subprocess.run([*AMEM, "move", "t", "x/renamed"], cwd=isolated_env, capture_output=True, timeout=60)
+    for proc in writers:
+        assert proc.wait(timeout=120) == 0
+    assert moved.returncode == 0, moved.stderr
+    body = parse_note(text(vault / "busy.md")).body
+    assert body.startswith("Links to [[renamed]].\n")
+    assert sorted(line for line in body.splitlines() if line.startswith("entry ")) == sorted(
+        f"entry {w}-{i}" for w in range(4) for i in range(15)
+    )
