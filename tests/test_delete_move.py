@@ -395,3 +395,12 @@ def test_move_loses_no_append_made_while_it_rewrites(vault: Path, isolated_env: 
     assert sorted(line for line in body.splitlines() if line.startswith("entry ")) == sorted(
         f"entry {w}-{i}" for w in range(4) for i in range(15)
     )
+
+
+def test_moving_a_note_out_of_an_excluded_folder_rewrites_links_to_it(vault: Path, amem: Any) -> None:
+    write_file(vault / "archive/old.md", "x\n")
+    write_file(vault / "n.md", "[[archive/old]] [[old|o]]\n")
+    result = amem("move", "archive/old", "notes/revived")
+    assert result.exit_code == 0, result.stderr
+    assert parse_note(text(vault / "n.md")).body == "[[notes/revived]] [[revived|o]]\n"
+    assert amem("read", "notes/revived").json["backlinks"] == ["n.md"]

@@ -402,10 +402,14 @@ def move_note(
             if new_there:
                 raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
             before = LinkResolver(ids, config.extensions)
+            sources = _sources(index, before, old.id, new.id)
             if old.id not in ids:
+                # The index holds no links to a note it does not hold (in a folder scans skip): any
+                # note may name it.
                 before.add(old.id)
+                sources = sorted(set(ids) - {old.id, new.id})
             after: LinkResolver = _Swapped(before, old.id, new.id)
-            _rename(config, old, new, base_version, journal, _sources(index, before, old.id, new.id))
+            _rename(config, old, new, base_version, journal, sources)
         elif new_there:
             # Finishing a move: the vault as it is now is the vault after it.
             after = LinkResolver(ids, config.extensions)
