@@ -572,6 +572,10 @@ class VaultIndex:
     def ids(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT id FROM notes WHERE problem IS NULL ORDER BY id")]
 
+    def resolver(self) -> LinkResolver:
+        """A LinkResolver whose lookups are queries on the index: cheap for a few links."""
+        return self._resolver()
+
     def resolve(self, target: str) -> str | None:
         key = normalise_target(target)
         row = self.conn.execute("SELECT resolved FROM links WHERE target = ? LIMIT 1", (key,)).fetchone()

@@ -130,6 +130,21 @@ class _Swapped(LinkResolver):
         return [i for i in self.base.find_basename(keys) if i != self.gone] + super().find_basename(keys)
 
 
+def _names(target: str, extensions: tuple[str, ...]) -> set[str]:
+    """The last segment's link key, with and without an extension: a link can name a note only when
+    these meet the note's own."""
+    name = link_key(normalise_target(target).rsplit("/", 1)[-1])
+    return {name, *(name[: -len(e)] for e in map(link_key, extensions) if name.endswith(e) and name != e)}
+
+
+def _namesakes(index: VaultIndex, old: str, new: str, extensions: tuple[str, ...]) -> list[str]:
+    """The notes the index holds that share a name with `old` or `new`: the only ones a link that can
+    name either resolves among, so the only ones a move's resolvers need."""
+    names = _names(old, extensions) | _names(new, extensions)
+    keys = sorted({*names, *(n + link_key(e) for n in names for e in extensions)})
+    return sorted(set(index.resolver().find_basename(keys)))
+
+
 class _Move:
     """What a link means before and after moving `old` to `new`."""
 
@@ -139,14 +154,7 @@ class _Move:
         self.old = old
         self.new = new
         self.new_keys = resolution_keys(new, after.extensions)
-        self.names = {*self._names(old), *self._names(new)}
-
-    def _names(self, target: str) -> set[str]:
-        """The last segment's link key, with and without an extension: a link can name a note only
-        when these meet the note's own."""
-        name = link_key(normalise_target(target).rsplit("/", 1)[-1])
-        stems = {name[: -len(e)] for e in map(link_key, self.after.extensions) if name.endswith(e) and name != e}
-        return {name, *stems}
+        self.names = _names(old, after.extensions) | _names(new, after.extensions)
 
     def retarget(self, written: str) -> str | None:
         """The new text for a link target written as `written`, or None when it is to stay as it is.
@@ -155,7 +163,7 @@ class _Move:
         through the base-name fallback with a folder that is no longer right); one that resolved to
         another note must still resolve to it (the moved note could take it over); an unresolved one
         stays as it is."""
-        if self.names.isdisjoint(self._names(written)):
+        if self.names.isdisjoint(_names(written, self.after.extensions)):
             return None  # it can name neither the old place nor the new one
         was = self.before.resolve(written)
         if was is None:
@@ -397,23 +405,23 @@ def move_note(
                 os.unlink(old.path)  # killed between linking NEW and unlinking OLD
             old_there = False
             index.refresh()
-        ids = index.ids()
+        namesakes = _namesakes(index, old.id, new.id, config.extensions)
         if old_there:
             if new_there:
                 raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
-            before = LinkResolver(ids, config.extensions)
+            before = LinkResolver(namesakes, config.extensions)
             sources = _sources(index, before, old.id, new.id)
-            if old.id not in ids:
+            if old.id not in namesakes:
                 # The index holds no links to a note it does not hold (in a folder scans skip): any
                 # note may name it.
                 before.add(old.id)
-                sources = sorted(set(ids) - {old.id, new.id})
+                sources = sorted(set(index.ids()) - {old.id, new.id})
             after: LinkResolver = _Swapped(before, old.id, new.id)
             _rename(config, old, new, base_version, journal, sources)
         elif new_there:
             # Finishing a move: the vault as it is now is the vault after it.
-            after = LinkResolver(ids, config.extensions)
-            if new.id not in ids:
+            after = LinkResolver(namesakes, config.extensions)
+            if new.id not in namesakes:
                 after.add(new.id)
             before = _Swapped(after, new.id, old.id)
             if resumed and journal.plan is not None:
@@ -422,7 +430,7 @@ def move_note(
                 # No journal (lost, or the file was renamed by hand): every note may hold such a link.
                 moved = version_of(_read_existing(new, "move"))
                 _check_version(new, "move", base_version, moved)
-                journal.start(moved, [i for i in ids if i != new.id])
+                journal.start(moved, [i for i in index.ids() if i != new.id])
         else:
             raise NotFound(f"cannot move note {quote(old.id)}: no such note")
     finally:
