@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import NotFound
+from ..errors import IoError, NotFound
 from ..output import quote, warn
 from ..timefmt import from_epoch
 from .index import VaultIndex
 from .links import extract_links
 from .notes import note_title, parse_note, version_of
-from .paths import NoteRef, resolve_note
+from .paths import NoteRef, may_read, resolve_note
 
 
 def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
@@ -21,7 +21,9 @@ def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
             st = os.fstat(handle.fileno())
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise NotFound(f"cannot read note {quote(ref.id)}: no such note") from None
-    except OSError as exc:  # permission denied, a symlink loop...: the reason, never a host path
+    except PermissionError as exc:  # the note is there, the file system refuses: the reason, never a host path
+        raise IoError(f"cannot read note {quote(ref.id)}: {exc.strerror or 'permission denied'}") from None
+    except OSError as exc:  # a symlink loop, an I/O error...
         raise NotFound(f"cannot read note {quote(ref.id)}: {exc.strerror or type(exc).__name__}") from None
     return data, st
 
@@ -53,15 +55,18 @@ def _note_record(index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visit
     if depth <= 0:
         return record
     vault = index.config.vault_root
+    real_root = os.path.realpath(vault)
     for target in dict.fromkeys(t for t in resolved if t is not None):
         if target in visited:
             continue  # a cycle, or a note already shown elsewhere in the tree
         visited.add(target)
         linked = NoteRef(target, vault.joinpath(*target.split("/")))
+        if not may_read(str(linked.path), real_root):
+            continue  # it leads outside the vault (or nowhere) since the index saw it
         try:
             linked_data, _ = _load(linked)
-        except NotFound:
-            continue  # vanished since the index saw it
+        except (NotFound, IoError):
+            continue  # vanished or became unreadable since the index saw it
         record["linkedNotes"].append(_note_record(index, linked, linked_data, depth - 1, visited))
     return record
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..atomicfile import atomic_replace, is_temporary
+from ..atomicfile import atomic_replace, is_temporary, parse_temporary, process_alive
 from ..digest import sha1_hex
-from ..errors import AmemError, Conflict, InternalError, InvalidId, NotFound, UsageError
+from ..errors import AmemError, Conflict, InternalError, InvalidId, IoError, NotFound, UsageError
 from ..output import quote
 from ..timefmt import iso, normalise, now
 from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
@@ -36,15 +36,28 @@ class UpdateResult(NamedTuple):
 # --- locking and atomic replacement -----------------------------------------------------------------
 
 
+def _lock_file(config: Any, target: str) -> int:
+    """The open lock file of one note. Keyed by the note's real folder, so that every spelling of the
+    vault's path (through a symlink or not) meets at the same lock."""
+    from ..cachedir import ensure_cache_folder
+
+    folder = ensure_cache_folder(config.cache_dir / "locks")
+    real = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
+    name = sha1_hex(real.encode("utf-8", "surrogateescape"))
+    try:
+        return os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        from ..cachedir import cache_failure
+
+        raise cache_failure(exc) from None
+
+
 @contextmanager
 def note_lock(config: Any, target: str) -> Iterator[None]:
     """An exclusive cross-process lock for one note file, held for its whole read-modify-write."""
     import fcntl
 
-    folder = config.cache_dir / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    name = sha1_hex(target.encode("utf-8", "surrogateescape"))
-    fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _lock_file(config, target)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -65,6 +78,50 @@ def _remove_stale_temporaries(target: str) -> None:
         if entry.startswith(prefix) and is_temporary(entry):
             with suppress(FileNotFoundError):
                 os.unlink(os.path.join(folder, entry))
+
+
+def sweep_temporaries(config: Any, paths: Iterable[str]) -> int:
+    """Remove stray temporary files (`.<note>.<pid>-<hex>.amem-tmp`) that a writer killed mid-write left
+    in the vault; returns how many were removed. Never a live writer's: a file is removed only while
+    amem holds its note's lock (taken without waiting: a writer holds it from before it creates the
+    file until after it renamed it), and only when the pid in its name is no running process (a writer
+    whose locks live in another cache folder). Never raises: a clean-up must not fail a command.
+
+    Called by every write (for the note's folder) and by the index scan (for the temporary files it
+    came across), so that no stray file outlives the next command that touches the vault."""
+    import fcntl
+
+    removed = 0
+    for path in paths:
+        found = parse_temporary(path)
+        if found is None or (found.pid is not None and found.pid != os.getpid() and process_alive(found.pid)):
+            continue
+        try:
+            fd = _lock_file(config, found.target)
+        except AmemError:
+            return removed  # no lock folder: nothing can be proven safe to remove
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a writer of that note is at work, in this process or another
+        try:
+            os.unlink(path)
+            removed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+def sweep_folder(config: Any, folder: str) -> int:
+    """sweep_temporaries for every temporary file directly in `folder`."""
+    try:
+        names = [name for name in os.listdir(folder) if is_temporary(name)]
+    except OSError:
+        return 0
+    return sweep_temporaries(config, (os.path.join(folder, name) for name in names)) if names else 0
 
 
 def _write_target(config: Any, ref: NoteRef) -> str:
@@ -103,8 +160,8 @@ def _write_failure(note_id: str, exc: OSError) -> AmemError:
     message = f"cannot write note {quote(note_id)}: {reason}"
     if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG):
         return InvalidId(message)
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return UsageError(message)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return IoError(message)
     return InternalError(message)
 
 
@@ -128,9 +185,11 @@ def update_note(
 
     `old` is None for a missing note. Nothing is created when a check fails or the transform raises.
     """
+    check_version(base_version)
     target = _write_target(config, ref)
     with note_lock(config, target):
         _remove_stale_temporaries(target)
+        sweep_folder(config, os.path.dirname(target))
         try:
             with open(target, "rb") as handle:
                 old: bytes | None = handle.read()
@@ -164,6 +223,19 @@ def update_note(
         version = version_of(data)
         _remember(config, ref.id, version)
     return UpdateResult(ref.id, ref.path, version, len(data), old is None)
+
+
+_VERSION = re.compile(r"^[0-9a-fA-F]{40}$")
+
+
+def check_version(version: str | None) -> None:
+    """A --base-version must be a version (40 hex digits, as read and write print); anything else is a
+    usage error, never a conflict."""
+    if version is not None and not _VERSION.match(version):
+        shown = quote(version) if len(version) <= 60 else quote(version[:60] + "…")
+        raise UsageError(
+            f"--base-version {shown} is not a version: expected the 40 hex digits that read and write print"
+        )
 
 
 def _remember(config: Any, note_id: str, version: str) -> None:
