@@ -27,9 +27,12 @@ def command(app: object, note_id: str, revision: str, base_version: str, commit:
     """
     from ..vault.git import restore_note
     from ..vault.paths import resolve_note
+    from ..vault.write import check_version
 
     config = app.config  # type: ignore[attr-defined]
-    outcome = restore_note(config, resolve_note(config, note_id), revision, base_version, commit)
+    ref = resolve_note(config, note_id)
+    check_version(base_version)
+    outcome = restore_note(config, ref, revision, base_version, commit)
     for message in outcome.warnings:
         warn(message)
     emit(outcome.data)

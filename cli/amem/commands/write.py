@@ -25,14 +25,9 @@ def _content(argument: str | None) -> str:
 @click.command("write")
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("content", required=False, metavar="[CONTENT|-]")
+@click.option("--append", is_flag=True, help="Add CONTENT under a timestamp heading (the default).")
 @click.option(
-    "--append", "mode", flag_value="append", default=True, help="Add CONTENT under a timestamp heading (the default)."
-)
-@click.option(
-    "--overwrite",
-    "mode",
-    flag_value="overwrite",
-    help="Replace the body; frontmatter keys not given are kept, `updated` is stamped.",
+    "--overwrite", is_flag=True, help="Replace the body; frontmatter keys not given are kept, `updated` is stamped."
 )
 @click.option(
     "--base-version", metavar="V", help="Write only if the note's current version is V (from read or a previous write)."
@@ -46,7 +41,8 @@ def command(
     app: object,
     note_id: str,
     content: str | None,
-    mode: str,
+    append: bool,
+    overwrite: bool,
     base_version: str | None,
     require_existing: bool,
     commit: bool,
@@ -57,6 +53,9 @@ def command(
     """
     from ..vault.write import write_note
 
+    if append and overwrite:
+        raise UsageError("--append and --overwrite cannot be used together: choose one")
+    mode = "overwrite" if overwrite else "append"
     config = app.config  # type: ignore[attr-defined]
     result = write_note(
         config, note_id, _content(content), mode=mode, base_version=base_version, require_existing=require_existing
