@@ -204,6 +204,22 @@ def _config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     return ["read", "x"]
 
 
+def _cache_folder_is_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    (tmp_path / "cache-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-file"))
+    return ["search", "x"]
+
+
+def _ctrl_c(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    import amem.vault.read
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(amem.vault.read, "read_note", interrupted)
+    return ["read", "x"]
+
+
 #: One way to reach each exit status through the CLI: the arguments, or a setup that returns them.
 EXIT_CASES: dict[int, Any] = {
     0: ["info"],
@@ -216,6 +232,8 @@ EXIT_CASES: dict[int, Any] = {
     7: _config_error,
     8: ["info", "--expect-cwd", "/no/such/folder"],
     9: lambda tmp_path: ["watch", str(tmp_path / "no-such-root")],
+    10: _cache_folder_is_a_file,
+    130: _ctrl_c,
 }
 
 

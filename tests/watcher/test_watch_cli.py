@@ -148,8 +148,9 @@ def test_amem_own_folders_are_always_excluded(tmp_path: Path) -> None:
 def test_no_roots_is_a_usage_error() -> None:
     result = invoke()
     assert result.exit_code == UsageError.exit_code == 2
-    assert "Usage: " in result.stderr and "[DIR]..." in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("{")  # one JSON object, no banner
     error = error_of(result.stderr)
+    assert "usage: " in error["message"] and "[DIR]..." in error["message"]
     assert error["code"] == "usage" and "AGENTMEMORY_FS_WATCH_DIRS" in error["message"]
     assert result.stdout == ""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..output import emit, warn
+from ..output import emit_written, warn
 from . import complete_note_id
 
 
@@ -35,4 +35,4 @@ def command(app: object, note_id: str, revision: str, base_version: str, commit:
     outcome = restore_note(config, ref, revision, base_version, commit)
     for message in outcome.warnings:
         warn(message)
-    emit(outcome.data)
+    emit_written(outcome.data)

@@ -94,8 +94,10 @@ def command(
             debounce_ms=debounce_ms,
             no_gitignore=no_gitignore,
         )
-    except UsageError:
-        sys.stderr.write(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n")
+    except UsageError as exc:
+        # The usage line goes inside the JSON error: stderr holds that object and nothing else.
+        usage = " ".join(ctx.get_usage().split()).removeprefix("Usage: ")
+        exc.message = f"{exc.message} (usage: {usage}; see '{ctx.command_path} --help')"
         raise
     summary = run_watch(options, config=app.config, stdout=sys.stdout)
     if summary.stdout_closed:

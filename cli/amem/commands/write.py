@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import click
 
 from ..errors import AmemError, UsageError
-from ..output import emit
+from ..output import emit_written
 from . import complete_note_id
 
 
@@ -22,7 +23,39 @@ def _content(argument: str | None) -> str:
         raise UsageError("the content on stdin is not UTF-8 text") from None
 
 
-@click.command("write")
+#: An argument that reads as an option name (`-x`, `--base-version`, `--base-version=V`); any other
+#: argument starting with `-` (`- item`, `---\ntags: …`, `-5 degrees`) is content.
+_OPTION_LIKE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=.*)?", re.S)
+
+
+class ContentCommand(click.Command):
+    """A command whose positional CONTENT may start with `-`, as Markdown often does: arguments that
+    start with `-` but do not read as an option name are positionals, in their place among the others.
+    Words that do read as one (`--foo`) still need `--` before them, as with any command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        valued = {name for p in self.params if isinstance(p, click.Option) and not p.is_flag for name in p.opts}
+        options: list[str] = []
+        positionals: list[str] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                positionals.extend(args[i + 1 :])
+                break
+            if arg in valued:
+                options.extend(args[i : i + 2])
+                i += 2
+                continue
+            if arg.startswith("-") and _OPTION_LIKE.fullmatch(arg):
+                options.append(arg)
+            else:
+                positionals.append(arg)
+            i += 1
+        return super().parse_args(ctx, [*options, "--", *positionals] if positionals else options)
+
+
+@click.command("write", cls=ContentCommand)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("content", required=False, metavar="[CONTENT|-]")
 @click.option("--append", is_flag=True, help="Add CONTENT under a timestamp heading (the default).")
@@ -49,6 +82,9 @@ def command(
 ) -> None:
     """Write CONTENT (or stdin) to note ID, creating it if needed.
 
+    CONTENT may start with - (a Markdown list, --- frontmatter, -5 degrees); a single word that reads
+    as an option (--foo) goes after --: amem write ID -- --foo.
+
     Prints {id, mode, bytes, version, created}, plus `commit` when a commit was made.
     """
     from ..vault.write import write_note
@@ -72,4 +108,4 @@ def command(
             raise
         if sha:
             result["commit"] = sha
-    emit(result)
+    emit_written(result)
