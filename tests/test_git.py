@@ -315,3 +315,34 @@ def test_git_module_loads_only_when_needed(vault: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- a damaged repository -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def damaged(amem: Any, vault: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A vault whose repository lost every object (`.git/objects/*` deleted) after two commits."""
+    import shutil
+
+    from .gitrepo import set_identity
+
+    set_identity(monkeypatch)
+    assert amem("write", "n", "one", "--commit").exit_code == 0
+    assert amem("write", "n", "two", "--commit").exit_code == 0
+    for entry in (vault / ".git" / "objects").iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    return vault
+
+
+@pytest.mark.parametrize("command", [["history", "n"], ["write", "n", "three", "--commit"]])
+def test_a_damaged_repository_is_a_git_error_saying_how_git_failed(
+    amem: Any, damaged: Path, command: list[str]
+) -> None:
+    result = amem(*command)
+    assert result.exit_code == 6, result.stderr
+    error = result.error
+    assert error["code"] == "git"
+    assert "git log failed: " in error["message"] and "bad object HEAD" in error["message"]
+    assert "HEAD kept moving" not in error["message"]
+    assert str(damaged) not in result.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -98,14 +99,19 @@ def _stderr(proc: subprocess.CompletedProcess[bytes]) -> str:
     return proc.stderr.decode("utf-8", "replace").strip()
 
 
+#: An absolute path in git's words, which amem must not show.
+_HOST_PATH = re.compile(r"(?<![\w./-])/[^\s'\"]*")
+
+
 def _failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> str:
     subcommand = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
     lines = [line for line in _stderr(proc).splitlines() if line.strip()]
-    # git's last line is the one that says what went wrong; the lines before are advice.
-    detail = lines[-1] if lines else f"exit status {proc.returncode}"
+    # git's first error line says what went wrong; hints and advice follow it.
+    errors = [line for line in lines if line.startswith(("fatal: ", "error: "))]
+    detail = (errors or lines or [f"exit status {proc.returncode}"])[0]
     for prefix in ("fatal: ", "error: "):
         detail = detail.removeprefix(prefix)
-    return f"git {subcommand} failed: {detail}"
+    return f"git {subcommand} failed: {_HOST_PATH.sub('<path>', detail)}"
 
 
 def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -198,9 +204,16 @@ def init_repository(root: Path) -> Repository:
 
 
 def head_commit(repo: Repository) -> str | None:
-    """HEAD's commit hash, or None while the current branch has no commits yet."""
+    """HEAD's commit hash, or None while the current branch has no commits yet. A HEAD that names a
+    commit git cannot read (a damaged repository) is a GitError, never "no commits"."""
     proc = _run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo.top, check=False)
-    return _out(proc) if proc.returncode == 0 else None
+    if proc.returncode == 0:
+        return _out(proc)
+    if _run(["rev-parse", "--verify", "--quiet", "HEAD"], repo.top, check=False).returncode != 0:
+        return None  # an unborn branch: HEAD names no object at all
+    args = ["log", "-1", "--format=%H", "HEAD"]
+    damaged = _run(args, repo.top, check=False)
+    raise GitError(f"the git repository holding the vault is damaged: {_failure(args, damaged)}")
 
 
 # --- reading history --------------------------------------------------------------------------------
