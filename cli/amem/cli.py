@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .errors import AmemError, InternalError, Interrupted, IoError, UsageError
+from .errors import AmemError, ConfigError, InternalError, Interrupted, IoError, UsageError
 from .output import emit_error, silence_stdout, warn
 
 #: Modules under amem.commands, each defining `command`. Imported only when run, so that
@@ -33,9 +33,16 @@ class AppContext:
         if self._config is None:
             from .config import load_config
 
-            self._config = load_config(config_file=self.config_flag, vault=self.vault_flag)
-            for message in self._config.warnings:
+            config = load_config(config_file=self.config_flag, vault=self.vault_flag)
+            for message in config.warnings:
                 warn(message)
+            from .vault.paths import vault_problem
+
+            problem = vault_problem(config)
+            current = click.get_current_context(silent=True)
+            if problem and (current is None or current.command.name != "info"):  # info reports it instead
+                raise ConfigError(problem)
+            self._config = config
         return self._config
 
 

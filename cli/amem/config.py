@@ -135,8 +135,12 @@ def parse_timezone(value: str, key: str, source: str) -> tzinfo:
     if match:
         sign, hours, minutes = match.groups()
         delta = timedelta(hours=int(hours), minutes=int(minutes))
-        if delta >= timedelta(hours=24):
-            raise ConfigError(f"{key} in {source}: offset {value!r} is out of range", key=key, file=source)
+        if delta >= timedelta(hours=24) or int(minutes) >= 60:
+            raise ConfigError(
+                f"{key} in {source}: offset {text!r} is out of range (an offset lies between -23:59 and +23:59)",
+                key=key,
+                file=source,
+            )
         return timezone(-delta if sign == "-" else delta)
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -269,6 +273,9 @@ def _apply_file(values: dict[str, Any], data: Mapping[str, Any], check: _Validat
         elif key == "excludeDirs":
             values[key] = check.strings(key, raw)
         elif key == "timezone":
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                # YAML 1.1 reads an unquoted offset such as +10:00 as a base-60 number (600).
+                raw = f"{'-' if raw < 0 else '+'}{abs(raw) // 60:02d}:{abs(raw) % 60:02d}"
             text = check.string(key, raw)
             parse_timezone(text, key, check.source)
             values[key] = text
@@ -367,7 +374,8 @@ def load_config(
         path = cwd / os.path.expanduser(os.fspath(named))
         if not path.is_file():
             source = "--config" if config_file is not None else "AMEM_CONFIG"
-            raise ConfigError(f"config file {path} (from {source}) does not exist", file=str(path))
+            what = "is a folder, not a file" if path.is_dir() else "does not exist"
+            raise ConfigError(f"config file {path} (from {source}) {what}", file=str(path))
         files = [path]
     else:
         files = [

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import __version__
 from .config import Config
-from .vault.paths import is_inside
+from .vault.paths import is_inside, vault_problem
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ def build_info(config: Config, expected: Expectations, *, package_root: Path | N
 
     mismatches: list[dict[str, Any]] = []
     warnings: list[str] = list(config.warnings)
+    if (problem := vault_problem(config)) is not None:
+        warnings.append(problem)
     reasons: list[str] = []
 
     def same_place(option: str, field: str, given: str | None, actual: str) -> None:

@@ -98,6 +98,25 @@ def may_read(path: str, real_root: str) -> bool:
     return is_inside(real, real_root)
 
 
+def vault_problem(config: object) -> str | None:
+    """Why the configured vault cannot be a vault (its path is a file, or runs through one), else None.
+    Named by its last segment and where it is set, never by its host path."""
+    import errno
+
+    vault_root: Path = config.vault_root  # type: ignore[attr-defined]
+    try:
+        os.stat(vault_root)
+    except OSError as exc:
+        if exc.errno != errno.ENOTDIR:
+            return None  # missing (the first write creates it) or unreadable (each command says so)
+        what = "a folder on its path is a file"
+    else:
+        if os.path.isdir(vault_root):
+            return None
+        what = "it is a file, not a folder"
+    return f"the vault {quote(vault_root.name)} cannot be used: {what} (set by --vault, AMEM_VAULT or vaultRoot)"
+
+
 def resolve_note(config: object, raw_id: str) -> NoteRef:
     """Validate `raw_id` against the vault of `config`; refuse anything that escapes, lexically or by symlink."""
     vault_root: Path = config.vault_root  # type: ignore[attr-defined]
