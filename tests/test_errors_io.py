@@ -155,3 +155,30 @@ def test_bare_amem_prints_help_on_stdout_and_one_usage_error(amem: Any) -> None:
     assert result.stdout.startswith("Usage: ") and "Commands:" in result.stdout
     error = one_error(result.stderr)
     assert error["code"] == "usage" and "Commands:" not in error["message"]
+
+
+# --- a damaged lock folder is rebuilt --------------------------------------------------------------------
+
+
+def test_a_damaged_lock_folder_is_rebuilt_not_a_repeated_failure(amem: Any, vault: Path, isolated_env: Path) -> None:
+    assert amem("write", "n", "one").exit_code == 0
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "amem" / "vaults"
+    (lock,) = cache.glob("*/locks/*.lock")
+    lock.unlink()
+    lock.mkdir()  # a folder where the lock file belongs
+    (lock / "junk").write_text("x")
+    assert amem("write", "n", "two").exit_code == 0
+    locks = lock.parent
+    shutil.rmtree(locks)
+    locks.write_text("a file where the lock folder belongs")
+    result = amem("write", "n", "three")
+    assert result.exit_code == 0, result.stderr
+    assert amem("write", "n", "four").exit_code == 0
+    assert all(word in (vault / "n.md").read_text() for word in ("one", "two", "three", "four"))
+    (cache_dir,) = cache.iterdir()
+    shutil.rmtree(cache_dir)
+    cache_dir.write_text("a file where the vault's cache folder belongs")
+    for args in (["write", "n", "five"], ["read", "n"], ["search", "five"]):
+        result = amem(*args)
+        assert result.exit_code == 0, (args, result.stderr)
+    assert "five" in (vault / "n.md").read_text()

@@ -22,9 +22,31 @@ def cache_failure(exc: OSError) -> IoError:
 
 
 def ensure_cache_folder(folder: Path) -> Path:
-    """`folder` (a folder under the cache folder), created with its parents when missing."""
+    """`folder` (a folder under the cache folder), created with its parents when missing. A file where
+    one of amem's own folders should be (under `<cache folder>/amem/`) is damage to a cache, so it is
+    removed and the folder made; anything above that is the user's to fix, so it is an `io` error."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        return folder
     except OSError as exc:
-        raise cache_failure(exc) from None
-    return folder
+        first = exc
+    from .config import cache_home
+
+    owned = cache_home() / "amem"
+    repaired = False
+    for path in (folder, *folder.parents):
+        if path != owned and owned not in path.parents:
+            break
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            try:
+                path.unlink()
+                repaired = True
+            except OSError:
+                break
+    if repaired:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            return folder
+        except OSError as exc:
+            first = exc
+    raise cache_failure(first) from None

@@ -616,6 +616,11 @@ def _is_damage(exc: sqlite3.DatabaseError) -> bool:
 
 
 def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
+    if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc):
+        from ..cachedir import cache_variable
+        from ..errors import IoError
+
+        return IoError(f"cannot use the cache folder (set by {cache_variable()}): cannot open the vault index there")
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return InternalError(
             "the vault index is locked by another amem process that has not finished in 30 s; try again"

@@ -44,8 +44,20 @@ def _lock_file(config: Any, target: str) -> int:
     folder = ensure_cache_folder(config.cache_dir / "locks")
     real = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
     name = sha1_hex(real.encode("utf-8", "surrogateescape"))
+    path = folder / f"{name}.lock"
     try:
-        return os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except IsADirectoryError:
+        # A folder where the lock file belongs is damage to the cache: replace it.
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            from ..cachedir import cache_failure
+
+            raise cache_failure(exc) from None
     except OSError as exc:
         from ..cachedir import cache_failure
 
