@@ -117,7 +117,8 @@ def short_id(note_id: str, extensions: tuple[str, ...]) -> str:
         return note_id
     short = note_id[: -len(first)]
     try:
-        return short if normalise_id(short, extensions) == note_id else note_id
+        # The id came from a scan, so any folder in it is one the scan indexes (dot-folders included).
+        return short if normalise_id(short, extensions, hidden_dirs=True) == note_id else note_id
     except InvalidId:
         return note_id
 
