@@ -263,3 +263,20 @@ def test_the_changelog_lists_unreleased_changes() -> None:
     unreleased = changelog.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
     for name in COMMANDS:
         assert f"`amem {name}" in unreleased, f"amem {name} is not in the changelog"
+
+
+def test_the_licence_is_declared_and_shipped() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    licence = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    assert "END OF TERMS AND CONDITIONS" in licence
+    assert "[Apache License 2.0](LICENSE)" in README
+
+
+def test_the_readme_installs_amem_as_a_tool_after_the_plain_pip_command() -> None:
+    setup = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.+?)```", setup, re.S)
+    assert blocks[0].startswith("python -m pip install . && ")
+    assert blocks[1].splitlines() == ["pipx install .", "uv tool install ."]
