@@ -252,6 +252,25 @@ def test_the_readme_test_command_is_the_one_ci_runs() -> None:
     assert readme.group(1) == ci.group(1)
 
 
+def test_the_readme_check_command_is_the_one_ci_runs() -> None:
+    readme = re.search(r"Run the checks CI runs before the tests.*?\n\n```sh\n([^\n]+)\n```", README, re.S)
+    ci = re.search(r"^# The README's check command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
+    assert readme and ci
+    assert readme.group(1) == ci.group(1)
+    for check in ("ruff check cli tests", "ruff format --check cli tests", "mypy"):
+        assert check in ci.group(1)
+
+
+def test_pre_commit_runs_the_checks_ci_runs() -> None:
+    import yaml
+
+    ci = re.search(r"^# The README's check command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
+    assert ci
+    hooks = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
+    checks = ci.group(1).split(" && ")[1:]
+    assert [hook["entry"] + (" " + " ".join(hook["args"]) if hook.get("args") else "") for hook in hooks] == checks
+
+
 def test_the_readme_shows_the_real_uses() -> None:
     for use in ('amem search "auth token"', "| amem write notes/", "--append", "post-commit", "--base-version"):
         assert use in README

@@ -147,6 +147,7 @@ def vaults(draw: st.DrawFn) -> tuple[dict[str, tuple[str, str]], dict[str, set[s
     return notes, links
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     vault=vaults(),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,18 +25,9 @@ WAIT = 10.0
 
 
 @pytest.fixture(autouse=True)
-def watcher_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Own HOME and XDG folders even when this folder runs alone, and no AGENTMEMORY_* from the host."""
-    home = tmp_path / "home"
-    for sub in (".config", ".cache", ".local/state"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    for name in list(os.environ):
-        if name.startswith(("AMEM_", "AGENTMEMORY_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local/state"))
+def watcher_env(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vault of each test's own; tests/conftest.py's isolated_env already gives HOME, XDG folders and a
+    clean AMEM_*/AGENTMEMORY_* environment."""
     monkeypatch.setenv("AMEM_VAULT", str(tmp_path / "vault"))
 
 
