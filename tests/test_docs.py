@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 
 from amem import _docs
 from amem.cli import COMMANDS, cli
+from amem.commands import examples
 from amem.errors import EXIT_CODES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,6 +77,49 @@ def test_every_command_has_help_and_help_works(name: str) -> None:
             assert param.help, f"amem {name} {param.opts[0]} has no help text"
     # The README's reference shows exactly this.
     assert f"### `amem {name}`\n\n```text\n{result.stdout}```\n" in README
+
+
+def example_arguments(line: str) -> list[str]:
+    """The arguments amem is given in an example command line: its stage of a pipeline, after any
+    `NAME=value` assignments, as the shell splits it."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars="|")
+    lexer.whitespace_split = True
+    stage: list[str] = []
+    for token in [*lexer, "|"]:
+        if token != "|":
+            stage.append(token)
+            continue
+        while stage and re.fullmatch(r"[A-Z_]+=.*", stage[0]):
+            stage.pop(0)
+        if stage and stage[0] == "amem":
+            return stage[1:]
+        stage = []
+    raise AssertionError(f"no amem command in {line!r}")
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_help_ends_with_examples_the_cli_accepts(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    lines = examples(command)
+    assert 2 <= len(lines) <= 3, f"amem {name} should show two or three examples"
+    result = CliRunner().invoke(cli, [name, "--help"], prog_name="amem", terminal_width=_docs.HELP_WIDTH)
+    assert result.stdout.endswith("Examples:\n" + "".join(f"  {line}\n" for line in lines))
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(command, "callback", lambda **params: calls.append(params))
+    for line in lines:
+        arguments = example_arguments(line)
+        assert arguments[0] == name, line
+        outcome = CliRunner().invoke(cli, arguments, catch_exceptions=False)
+        assert outcome.exit_code == 0, f"{line!r} is not accepted: {outcome.stderr}"
+    assert len(calls) == len(lines)
+
+
+def test_example_arguments_are_split_as_the_shell_splits_them() -> None:
+    assert example_arguments("""echo "a | b" | amem write notes/x""") == ["write", "notes/x"]
+    assert example_arguments("""X=1 amem search "a b" | jq -r '.hits[] | .id'""") == ["search", "a b"]
+    with pytest.raises(AssertionError):
+        example_arguments("echo amem")
 
 
 def test_root_help_is_in_the_readme() -> None:

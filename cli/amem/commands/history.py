@@ -5,10 +5,17 @@ from __future__ import annotations
 import click
 
 from ..output import emit
-from . import complete_note_id
+from . import Command, complete_note_id
 
 
-@click.command("history")
+@click.command(
+    "history",
+    cls=Command,
+    epilog="""
+    amem history notes/auth
+    amem history notes/auth --limit 5 | jq -r '.commits[] | "\\(.hash[:7]) \\(.message)"'
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N commits.")
 @click.pass_obj

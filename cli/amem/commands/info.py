@@ -6,9 +6,18 @@ import click
 
 from ..errors import InfoMismatch
 from ..output import emit
+from . import Command
 
 
-@click.command("info")
+@click.command(
+    "info",
+    cls=Command,
+    epilog="""
+    amem info
+    amem info --expect-cwd "$PWD" --expect-vault "$PWD/.amem/memory" | jq .preflight
+    AMEM_PROFILE=ci amem info --expect-profile ci
+    """,
+)
 @click.option("--expect-cwd", metavar="P", help="Absolute path the working directory must be.")
 @click.option("--expect-vault", metavar="P", help="Absolute path the vault must be.")
 @click.option("--expect-module-root", metavar="P", help="Folder the running amem package must lie in.")

@@ -5,10 +5,18 @@ from __future__ import annotations
 import click
 
 from ..output import emit
-from . import complete_note_id
+from . import Command, complete_note_id
 
 
-@click.command("read")
+@click.command(
+    "read",
+    cls=Command,
+    epilog="""
+    amem read notes/auth
+    amem read decisions/keys --depth 2 | jq '.linkedNotes[].id'
+    amem read notes/auth | jq -r .version
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.option(
     "--depth",

@@ -5,10 +5,17 @@ from __future__ import annotations
 import click
 
 from ..output import emit, warn
-from . import complete_note_id
+from . import Command, complete_note_id
 
 
-@click.command("restore")
+@click.command(
+    "restore",
+    cls=Command,
+    epilog="""
+    amem restore notes/auth HEAD~1 --base-version "$version"
+    amem restore notes/auth 3f2a9c1 --base-version "$version" --commit
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("revision", metavar="HASH")
 @click.option(

@@ -5,9 +5,18 @@ from __future__ import annotations
 import click
 
 from ..output import emit
+from . import Command
 
 
-@click.command("search")
+@click.command(
+    "search",
+    cls=Command,
+    epilog="""
+    amem search "auth token"
+    amem search auth token --limit 5 | jq -r '.hits[].id'
+    amem search --exact-title "Auth tokens"
+    """,
+)
 @click.argument("query", nargs=-1)
 @click.option(
     "--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N hits (default: maxSearchResults, 20)."

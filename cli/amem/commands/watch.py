@@ -10,9 +10,18 @@ import click
 
 from ..config import SINK_NAMES
 from ..errors import UsageError
+from . import Command
 
 
-@click.command("watch")
+@click.command(
+    "watch",
+    cls=Command,
+    epilog="""
+    amem watch ~/work/my-repo --sink vault
+    amem watch . --sink stdout --ignore '[.]tmp$' | jq .data.files
+    AGENTMEMORY_URL=http://localhost:3111 amem watch ~/work/my-repo --project my-repo
+    """,
+)
 @click.argument("dirs", nargs=-1, metavar="[DIR]...")
 @click.option(
     "--sink",

@@ -8,7 +8,7 @@ import click
 
 from ..errors import AmemError, UsageError
 from ..output import emit
-from . import complete_note_id
+from . import Command, complete_note_id
 
 
 def _content(argument: str | None) -> str:
@@ -22,7 +22,15 @@ def _content(argument: str | None) -> str:
         raise UsageError("the content on stdin is not UTF-8 text") from None
 
 
-@click.command("write")
+@click.command(
+    "write",
+    cls=Command,
+    epilog="""
+    echo "Tokens expire after 24 hours." | amem write notes/auth
+    amem write notes/auth --overwrite "Tokens live 24 h." --commit
+    amem write notes/auth --base-version "$version" --require-existing "One more fact."
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("content", required=False, metavar="[CONTENT|-]")
 @click.option(
