@@ -32,7 +32,7 @@ def note(title: str, body: str, extra: str = "") -> str:
     return f"---\ntitle: {title}\n{extra}---\n{body}\n"
 
 
-# --- a brute-force model of SPEC §4 ------------------------------------------------------------------
+# --- a brute-force model of the ranking (BM25 with title, phrase and link boosts) --------------------
 #
 # Computes every note's score from scratch, field by field, with none of the index's machinery (no
 # postings, no pruning), so that the index, its prefix expansion and its top-k pruning are checked

@@ -55,7 +55,7 @@ class WatchSettings(NamedTuple):
 
     @property
     def effective_sinks(self) -> tuple[str, ...]:
-        """The spec's default: `server` when a URL is configured, else `vault`."""
+        """The sinks to use: those configured, else `server` when a URL is configured, else `vault`."""
         if self.sinks:
             return self.sinks
         return ("server",) if self.url else ("vault",)

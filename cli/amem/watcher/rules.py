@@ -1,9 +1,10 @@
-"""What the watcher ignores under one root: the source's default patterns, user regexes, `.gitignore`
+"""What the watcher ignores under one root: the default patterns, user regexes, `.gitignore`
 rules, and amem's own folders (the vault, its state and cache), so that it never observes its own writes.
 
-Paths are root-relative and `/`-separated, as the source matched them. A folder is tested with a trailing
-`/` ("node_modules/"), so a regex written for folders ("tmp/", "^\\.cache/") prunes the folder itself and
-it is never watched; file patterns such as "\\.log$" do not prune a folder that happens to be named x.log.
+Paths are root-relative and `/`-separated on every system, so a user's regex means the same everywhere. A
+folder is tested with a trailing `/` ("node_modules/"), so a regex written for folders ("tmp/",
+"^\\.cache/") prunes the folder itself and it is never watched; file patterns such as "\\.log$" do not
+prune a folder that happens to be named x.log.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from ..vault.paths import is_inside
 
-#: The source's DEFAULT_IGNORE, at any depth.
+#: Ignored at any depth: version control, dependencies, build output, logs and lock files (the same list
+#: as agentmemory-fs-watcher's, so switching to amem watches the same files; see the README's comparison).
 DEFAULT_IGNORE_PATTERNS: tuple[str, ...] = (
     r"(?:^|/)\.git(?:/|$)",
     r"(?:^|/)node_modules(?:/|$)",

@@ -71,7 +71,7 @@ def resolve_options(
     """Flags over the config's watch settings (which already hold environment over files)."""
     watch = config.watch
     base = cwd or os.getcwd()
-    # DIR arguments replace AGENTMEMORY_FS_WATCH_DIRS and watch.dirs entirely, as in the source.
+    # DIR arguments replace AGENTMEMORY_FS_WATCH_DIRS and watch.dirs entirely; they are not added to them.
     roots = tuple(os.path.join(base, os.path.expanduser(d)) for d in dirs) if dirs else tuple(watch.dirs)
     if not roots:
         raise UsageError(NO_ROOTS)
@@ -91,7 +91,7 @@ def resolve_options(
     elif watch.sinks:
         chosen = tuple(dict.fromkeys(watch.sinks))
     else:
-        chosen = ("server",) if effective_url else ("vault",)  # the spec's default
+        chosen = ("server",) if effective_url else ("vault",)  # a server only when one is configured
     excluded = (str(config.vault_root), str(state_home() / "amem"), str(cache_home() / "amem"))
     return WatchOptions(
         roots=roots,
@@ -282,7 +282,7 @@ class Watcher:
 
     def _flush(self, key: tuple[WatchedRoot, str]) -> None:
         root, path = key
-        # The rules may have changed since the event (a .gitignore edit): ask again, as the source did.
+        # The rules may have changed since the event (a .gitignore edit): ask again at flush time.
         if root.rules.is_path_ignored(root.rel(path)):
             return
         observation = observe_path(root, path, self.sessions.current, self.options.allow_binary)
