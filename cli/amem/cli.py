@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,25 +14,33 @@ from . import __version__
 from .errors import AmemError, InternalError, UsageError
 from .output import emit_error, warn
 
+if TYPE_CHECKING:
+    from .config import Config
+
 #: Modules under amem.commands, each defining `command`. Imported only when run, so that
 #: `amem read` never pays for watchdog or requests.
 COMMANDS = ("read", "search", "write", "history", "restore", "info", "watch")
 
 
 class AppContext:
-    """Built once in the root group and handed to commands with pass_obj; loads config on first use."""
+    """Built once in the root group and handed to commands with pass_app; loads config on first use."""
 
     def __init__(self, vault: str | None, config_file: str | None) -> None:
         self.vault_flag = vault
         self.config_flag = config_file
-        self._config: Any = None
+        self._config: Config | None = None
 
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
+        return self.configure()
+
+    def configure(self, flags: Mapping[str, object] | None = None) -> Config:
+        """The config, loaded on first use; a command's own flags (by config key, as load_config takes
+        them) go in then, checked with the rest."""
         if self._config is None:
             from .config import load_config
 
-            self._config = load_config(config_file=self.config_flag, vault=self.vault_flag)
+            self._config = load_config(config_file=self.config_flag, vault=self.vault_flag, flags=flags)
             for message in self._config.warnings:
                 warn(message)
         return self._config

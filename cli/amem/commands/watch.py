@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ..config import SINK_NAMES
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..cli import AppContext
 from . import Command
 
 
@@ -86,27 +89,27 @@ def command(
     --sink stdout, observations go to stdout as NDJSON. Stop with Ctrl-C or SIGTERM: pending changes are
     flushed first.
     """
-    from ..watcher.service import resolve_options, run_watch
+    from ..watcher.service import WatchOptions, run_watch
 
-    app: Any = ctx.obj
+    app: AppContext = ctx.obj
+    flags = {
+        "watch.dirs": dirs,
+        "watch.sinks": sinks,
+        "watch.url": url,
+        "watch.secret": secret,
+        "watch.project": project,
+        "watch.sessionId": session_id,
+        "watch.ignore": ignore,
+        "watch.allowBinary": allow_binary,
+        "watch.debounceMs": debounce_ms,
+    }
     try:
-        options = resolve_options(
-            app.config,
-            dirs=dirs,
-            sinks=sinks,
-            url=url,
-            secret=secret,
-            project=project,
-            session_id=session_id,
-            ignore=ignore,
-            allow_binary=allow_binary,
-            debounce_ms=debounce_ms,
-            no_gitignore=no_gitignore,
-        )
+        config = app.configure(flags)
+        options = WatchOptions.from_config(config, use_gitignore=not no_gitignore)
     except UsageError:
         sys.stderr.write(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n")
         raise
-    summary = run_watch(options, config=app.config, stdout=sys.stdout)
+    summary = run_watch(options, config=config, stdout=sys.stdout)
     if summary.stdout_closed:
         # Nothing more can be said on stdout; keep the interpreter's final flush from complaining about it.
         devnull = os.open(os.devnull, os.O_WRONLY)
