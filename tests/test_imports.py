@@ -77,7 +77,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "history": (
         ["history", "x"],
         GIT | {"fcntl"},
-        {"amem.vault", "amem.vault.paths", "amem.timefmt", "amem.vault.git"},
+        frozenset({"amem.vault", "amem.vault.paths", "amem.timefmt", "amem.vault.git"}),
         "amem.vault.git",
     ),
     "restore": (

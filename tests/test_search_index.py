@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from amem.config import Config, load_config
-from amem.vault import index as index_module
 from amem.vault import search as search_module
 from amem.vault.index import VaultIndex
 from amem.vault.search import phrase_form, search, terms_of, title_key, word_runs
@@ -308,7 +307,7 @@ def test_a_slow_build_shows_progress_on_a_terminal(
     for i in range(300):
         write_file(vault / f"n{i}.md", f"# note {i}\nalpha\n")
     clock = iter(range(0, 10**6, 5))
-    monkeypatch.setattr(index_module.time, "monotonic", lambda: float(next(clock)))  # each look: 5 s later
+    monkeypatch.setattr("amem.vault.index.time.monotonic", lambda: float(next(clock)))  # each look: 5 s later
     monkeypatch.setattr(search_module, "_first_build_start", None)  # as if imported by this build
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
@@ -323,6 +322,6 @@ def test_no_progress_when_stderr_is_not_a_terminal(
     for i in range(300):
         write_file(vault / f"n{i}.md", f"# note {i}\nalpha\n")
     clock = iter(range(0, 10**6, 5))
-    monkeypatch.setattr(index_module.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr("amem.vault.index.time.monotonic", lambda: float(next(clock)))
     search(config, "alpha")
     assert "indexing" not in capsys.readouterr().err

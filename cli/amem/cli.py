@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -46,6 +46,10 @@ class AppContext:
         return self._config
 
 
+#: Hands a command the AppContext the root group built: `@pass_app def command(app: AppContext, …)`.
+pass_app = click.make_pass_decorator(AppContext)
+
+
 class AmemGroup(click.Group):
     """Commands load lazily; every failure becomes `{"error": …}` on stderr and its exit code."""
 
@@ -61,7 +65,7 @@ class AmemGroup(click.Group):
 
     def main(
         self,
-        args: Any = None,
+        args: Sequence[str] | None = None,
         prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
@@ -104,7 +108,7 @@ def main() -> None:
     cli.main(prog_name="amem")
 
 
-def _run_translating_errors(invoke: Any) -> int:
+def _run_translating_errors(invoke: Callable[[], object]) -> int:
     try:
         invoke()
     except AmemError as exc:

@@ -31,7 +31,8 @@ def invoke(*args: str) -> Any:
 
 
 def error_of(stderr: str) -> dict[str, Any]:
-    return json.loads([line for line in stderr.splitlines() if line.startswith("{")][-1])["error"]
+    error: dict[str, Any] = json.loads([line for line in stderr.splitlines() if line.startswith("{")][-1])["error"]
+    return error
 
 
 # --- precedence: flags > environment > config files > defaults ---------------------------------------

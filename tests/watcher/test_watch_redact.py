@@ -207,7 +207,7 @@ KEYS = st.sampled_from(
         "x_api_key",
     ]
 )
-FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=60)
 
 
 def placements(secret: str, key: str) -> list[str]:

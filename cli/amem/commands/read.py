@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..output import emit
 from . import Command, complete_note_id
 
@@ -24,12 +25,12 @@ from . import Command, complete_note_id
     metavar="N",
     help="Follow links this many levels deep (default: maxLinkDepth, 1).",
 )
-@click.pass_obj
-def command(app: object, note_id: str, depth: int | None) -> None:
+@pass_app
+def command(app: AppContext, note_id: str, depth: int | None) -> None:
     """Read note ID: frontmatter, body, links, linked notes, backlinks, version, mtime, modifiedExternally.
 
     ID is vault-relative; the extension may be left out (notes/x means notes/x.md).
     """
     from ..vault.read import read_note
 
-    emit(read_note(app.config, note_id, depth))  # type: ignore[attr-defined]
+    emit(read_note(app.config, note_id, depth))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..output import emit, warn
 from . import Command, complete_note_id
 
@@ -25,8 +26,8 @@ from . import Command, complete_note_id
     help="The note's current version (from read or write); a stale one changes nothing.",
 )
 @click.option("--commit", is_flag=True, help="Commit the restored note to git (also: git.autoCommit in config).")
-@click.pass_obj
-def command(app: object, note_id: str, revision: str, base_version: str, commit: bool) -> None:
+@pass_app
+def command(app: AppContext, note_id: str, revision: str, base_version: str, commit: bool) -> None:
     """Write note ID's content as of HASH (a hash, short hash, tag or HEAD~2) into the vault.
 
     Prints {id, hash, version, commit}: `hash` is the full hash HASH named, `version` the note's new
@@ -35,7 +36,7 @@ def command(app: object, note_id: str, revision: str, base_version: str, commit:
     from ..vault.git import restore_note
     from ..vault.paths import resolve_note
 
-    config = app.config  # type: ignore[attr-defined]
+    config = app.config
     outcome = restore_note(config, resolve_note(config, note_id), revision, base_version, commit)
     for message in outcome.warnings:
         warn(message)

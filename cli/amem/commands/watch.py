@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..config import SINK_NAMES
 from ..errors import UsageError
-
-if TYPE_CHECKING:
-    from ..cli import AppContext
 from . import Command
 
 
@@ -65,9 +62,9 @@ from . import Command
     help="Quiet time per path before a change is observed (default 500).",
 )
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files in the watched trees.")
-@click.pass_context
+@pass_app
 def command(
-    ctx: click.Context,
+    app: AppContext,
     dirs: tuple[str, ...],
     sinks: tuple[str, ...],
     url: str | None,
@@ -91,7 +88,7 @@ def command(
     """
     from ..watcher.service import WatchOptions, run_watch
 
-    app: AppContext = ctx.obj
+    ctx = click.get_current_context()
     flags = {
         "watch.dirs": dirs,
         "watch.sinks": sinks,

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..errors import AmemError, UsageError
 from ..output import emit
 from . import Command, complete_note_id
@@ -49,9 +50,9 @@ def _content(argument: str | None) -> str:
 @click.option(
     "--commit", is_flag=True, help="Commit exactly this note's change to git (also: git.autoCommit in config)."
 )
-@click.pass_obj
+@pass_app
 def command(
-    app: object,
+    app: AppContext,
     note_id: str,
     content: str | None,
     mode: str,
@@ -65,7 +66,7 @@ def command(
     """
     from ..vault.write import write_note
 
-    config = app.config  # type: ignore[attr-defined]
+    config = app.config
     result = write_note(
         config, note_id, _content(content), mode=mode, base_version=base_version, require_existing=require_existing
     )

@@ -20,6 +20,7 @@ from ..errors import GitError, NotFound
 
 if TYPE_CHECKING:
     from ..config import Config
+    from .paths import NoteRef
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
 LOCK_WAIT_SECONDS = 3.0
@@ -509,7 +510,7 @@ def commit_note(config: Config, note_path: Path, message: str, *, content: bytes
 
 def maybe_commit(
     config: Config,
-    ref: Any,
+    ref: NoteRef,
     message: str,
     requested: bool,
     *,
@@ -534,7 +535,7 @@ def maybe_commit(
     return outcome.hash
 
 
-def note_history(config: Config, ref: Any, limit: int | None = None) -> dict[str, Any]:
+def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> dict[str, Any]:
     """`{id, commits: [{hash, date, message, author}]}` for a NoteRef, newest first, following renames."""
     from ..timefmt import from_epoch
 
@@ -558,7 +559,7 @@ class RestoreOutcome:
     warnings: list[str]
 
 
-def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: bool) -> RestoreOutcome:
+def restore_note(config: Config, ref: NoteRef, rev: str, base_version: str, commit: bool) -> RestoreOutcome:
     """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
     `base_version`), and commit it when asked or configured. History is never rewritten."""
     from .write import update_note

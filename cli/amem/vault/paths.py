@@ -6,10 +6,13 @@ import os
 import posixpath
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import InvalidId
 from ..output import quote
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 #: A suffix that reads as a file type (".txt", ".png"); "v1.2" or "2026.11.29" have none.
@@ -52,10 +55,10 @@ def is_inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def resolve_note(config: object, raw_id: str) -> NoteRef:
+def resolve_note(config: Config, raw_id: str) -> NoteRef:
     """Validate `raw_id` against the vault of `config`; refuse anything that escapes, lexically or by symlink."""
-    vault_root: Path = config.vault_root  # type: ignore[attr-defined]
-    extensions: tuple[str, ...] = config.extensions  # type: ignore[attr-defined]
+    vault_root = config.vault_root
+    extensions = config.extensions
     note_id = normalise_id(raw_id, extensions)
     root = os.path.abspath(vault_root)
     path = os.path.join(root, *note_id.split("/"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
 from ..output import quote, warn
@@ -12,6 +12,9 @@ from .index import VaultIndex
 from .links import extract_links
 from .notes import note_title, parse_note, version_of
 from .paths import NoteRef, resolve_note
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
@@ -66,7 +69,7 @@ def _note_record(index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visit
     return record
 
 
-def read_note(config: Any, raw_id: str, depth: int | None = None) -> dict[str, Any]:
+def read_note(config: Config, raw_id: str, depth: int | None = None) -> dict[str, Any]:
     """The note as `amem read` prints it. Raises InvalidId or NotFound."""
     ref = resolve_note(config, raw_id)
     data, st = _load(ref)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..atomicfile import atomic_replace, is_temporary
 from ..digest import sha1_hex
@@ -20,6 +20,11 @@ from ..output import quote
 from ..timefmt import iso, normalise, now
 from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
 from .paths import NoteRef, is_inside, resolve_note
+
+if TYPE_CHECKING:
+    from datetime import tzinfo
+
+    from ..config import Config
 
 _HEADING_START = re.compile(r"^#{1,6}[ \t]")
 _LIFECYCLE = ("created", "updated")
@@ -37,7 +42,7 @@ class UpdateResult(NamedTuple):
 
 
 @contextmanager
-def note_lock(config: Any, target: str) -> Iterator[None]:
+def note_lock(config: Config, target: str) -> Iterator[None]:
     """An exclusive cross-process lock for one note file, held for its whole read-modify-write."""
     import fcntl
 
@@ -67,7 +72,7 @@ def _remove_stale_temporaries(target: str) -> None:
                 os.unlink(os.path.join(folder, entry))
 
 
-def _write_target(config: Any, ref: NoteRef) -> str:
+def _write_target(config: Config, ref: NoteRef) -> str:
     """The file to replace: the note itself, or the target of an in-vault symlink (the link stays a link)."""
     path = str(ref.path)
     if not os.path.islink(path):
@@ -117,7 +122,7 @@ def _remove_folders(created: list[str]) -> None:
 
 
 def update_note(
-    config: Any,
+    config: Config,
     ref: NoteRef,
     transform: Callable[[bytes | None], bytes],
     *,
@@ -166,7 +171,7 @@ def update_note(
     return UpdateResult(ref.id, ref.path, version, len(data), old is None)
 
 
-def _remember(config: Any, note_id: str, version: str) -> None:
+def _remember(config: Config, note_id: str, version: str) -> None:
     """Record what amem wrote, so that `read` does not call amem's own write an external change."""
     from .index import VaultIndex
 
@@ -181,7 +186,7 @@ def _remember(config: Any, note_id: str, version: str) -> None:
 
 
 def write_note(
-    config: Any,
+    config: Config,
     raw_id: str,
     content: str,
     *,
@@ -225,7 +230,7 @@ def _clean(content: str) -> str:
     return content.replace("\r\n", "\n").strip("\n").rstrip()
 
 
-def append_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+def append_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) -> str:
     """The note after appending `content` as a new `## <stamp>` section (or its own heading).
 
     Appends within the same second share one heading; exactly one blank line separates blocks."""
@@ -260,7 +265,7 @@ def _last_heading(body: str) -> str | None:
     return last
 
 
-def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+def overwrite_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) -> str:
     """The note after replacing its body: the caller's frontmatter keys win, old keys are kept, an
     existing note is stamped `updated`; a new note gets no lifecycle keys."""
     text = content.replace("\r\n", "\n")
@@ -282,7 +287,9 @@ def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
 _KEY_LINE = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))[ \t]*:(?:[ \t]|$)""")
 
 
-def set_keys(note: ParsedNote, updates: dict[str, Any], tz: Any, append_missing_only: tuple[str, ...] = ()) -> str:
+def set_keys(
+    note: ParsedNote, updates: dict[str, Any], tz: tzinfo | None, append_missing_only: tuple[str, ...] = ()
+) -> str:
     """The frontmatter block of `note` with `updates` applied and created/updated normalised, edited as
     text so the user's comments, order and quoting survive. Falls back to re-rendering the mapping
     when a key to change spans several lines."""

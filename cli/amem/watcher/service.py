@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config import cache_home, state_home
 from ..errors import UsageError, WatchError
+from ..vault.paths import is_inside
 from .debounce import Debouncer
 from .observation import SessionIds, WatchedRoot, git_toplevel, observe_path, project_name
-from .rules import IgnoreRules, is_inside
+from .rules import IgnoreRules
 
 if TYPE_CHECKING:
     from ..config import Config

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,6 +22,7 @@ from .observation import SessionIds
 from .spool import ObservationSpool
 
 if TYPE_CHECKING:
+    from ..config import Config
     from .service import Watcher
 
 Log = Callable[[str], None]
@@ -95,7 +96,7 @@ class StdoutSink(Sink):
 # --- vault ------------------------------------------------------------------------------------------
 
 
-def daily_note_id(timestamp: str, tz: Any) -> str:
+def daily_note_id(timestamp: str, tz: tzinfo | None) -> str:
     moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     local = moment.astimezone(tz) if tz is not None else moment.astimezone()
     return f"observations/{local.date().isoformat()}.md"
@@ -134,7 +135,7 @@ class VaultSink(Sink):
 
     name = "vault"
 
-    def __init__(self, config: Any, warn: Log) -> None:
+    def __init__(self, config: Config, warn: Log) -> None:
         self.config = config
         self.warn = warn
         self.delivered = 0
