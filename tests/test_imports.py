@@ -25,8 +25,9 @@ run(sys.argv[1:])
 sys.stderr.write("MODULES=" + ",".join(sorted(sys.modules)) + "\\n")
 """
 
-#: What every run may load: the interpreter's own start-up, Click and what Click needs, and amem's
-#: command registry (`--help` imports each command's small module to show its summary).
+#: What every run may load: the interpreter's own start-up, Click and what Click needs, amem's command
+#: registry (`--help` imports each command's small module to show its summary), and the reporter that
+#: sends the library's warnings to stderr.
 BASE = frozenset(
     {
         *("abc", "ast", "builtins", "bz2", "codecs", "collections", "contextlib", "copyreg", "datetime", "dis"),
@@ -39,7 +40,7 @@ BASE = frozenset(
     }
 )
 AMEM_BASE = frozenset(
-    {"amem", "amem.cli", "amem.config", "amem.digest", "amem.errors", "amem.output", "amem.commands"}
+    {"amem", "amem.cli", "amem.config", "amem.digest", "amem.errors", "amem.output", "amem.report", "amem.commands"}
     | {f"amem.commands.{name}" for name in COMMANDS}
 )
 

@@ -12,10 +12,11 @@ import click
 
 from . import __version__
 from .errors import AmemError, InternalError, UsageError
-from .output import emit_error, warn
+from .output import emit_error
 
 if TYPE_CHECKING:
     from .config import Config
+    from .report import Reporter
 
 #: Modules under amem.commands, each defining `command`. Imported only when run, so that
 #: `amem read` never pays for watchdog or requests.
@@ -29,6 +30,16 @@ class AppContext:
         self.vault_flag = vault
         self.config_flag = config_file
         self._config: Config | None = None
+        self._reporter: Reporter | None = None
+
+    @property
+    def reporter(self) -> Reporter:
+        """Where the library's warnings and progress go: stderr."""
+        if self._reporter is None:
+            from .report import StderrReporter
+
+            self._reporter = StderrReporter()
+        return self._reporter
 
     @property
     def config(self) -> Config:
@@ -42,7 +53,7 @@ class AppContext:
 
             self._config = load_config(config_file=self.config_flag, vault=self.vault_flag, flags=flags)
             for message in self._config.warnings:
-                warn(message)
+                self.reporter.warn(message)
         return self._config
 
 

@@ -33,4 +33,4 @@ def command(app: AppContext, note_id: str, depth: int | None) -> None:
     """
     from ..vault.read import read_note
 
-    emit(read_note(app.config, note_id, depth))
+    emit(read_note(app.config, note_id, depth, reporter=app.reporter))

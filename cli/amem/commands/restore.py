@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..cli import AppContext, pass_app
-from ..output import emit, warn
+from ..output import emit
 from . import Command, complete_note_id
 
 
@@ -37,7 +37,4 @@ def command(app: AppContext, note_id: str, revision: str, base_version: str, com
     from ..vault.paths import resolve_note
 
     config = app.config
-    outcome = restore_note(config, resolve_note(config, note_id), revision, base_version, commit)
-    for message in outcome.warnings:
-        warn(message)
-    emit(outcome.data)
+    emit(restore_note(config, resolve_note(config, note_id), revision, base_version, commit, reporter=app.reporter))

@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..cli import AppContext, pass_app
-from ..errors import AmemError, UsageError
+from ..errors import UsageError
 from ..output import emit
 from . import Command, complete_note_id
 
@@ -66,20 +66,15 @@ def command(
     """
     from ..vault.write import write_note
 
-    config = app.config
-    result = write_note(
-        config, note_id, _content(content), mode=mode, base_version=base_version, require_existing=require_existing
+    emit(
+        write_note(
+            app.config,
+            note_id,
+            _content(content),
+            mode=mode,
+            base_version=base_version,
+            require_existing=require_existing,
+            commit=commit,
+            reporter=app.reporter,
+        )
     )
-    if commit or config.git_auto_commit:
-        from ..vault.git import maybe_commit
-        from ..vault.paths import resolve_note
-
-        try:
-            sha = maybe_commit(config, resolve_note(config, result["id"]), f"amem: write {result['id']}", commit)
-        except AmemError as exc:
-            # The note is written; say so, with its new version, so the caller need not read it again.
-            exc.details["written"] = result
-            raise
-        if sha:
-            result["commit"] = sha
-    emit(result)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from datetime import tzinfo
 
     from ..config import Config
+    from ..report import Reporter
 
 _HEADING_START = re.compile(r"^#{1,6}[ \t]")
 _LIFECYCLE = ("created", "updated")
@@ -193,8 +194,12 @@ def write_note(
     mode: str = "append",
     base_version: str | None = None,
     require_existing: bool = False,
+    commit: bool = False,
+    reporter: Reporter | None = None,
 ) -> dict[str, Any]:
-    """`amem write`: append (default) or overwrite one note. Returns {id, mode, bytes, version, created}."""
+    """`amem write`: append (default) or overwrite one note, and commit it when `commit` or
+    git.autoCommit asks (its warnings go to `reporter`). Returns {id, mode, bytes, version, created},
+    plus `commit` when a commit was made."""
     if mode not in ("append", "overwrite"):
         raise UsageError(f"unknown write mode {mode!r}")
     if mode == "append" and not content.strip():
@@ -215,7 +220,19 @@ def write_note(
         return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
 
     result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
-    return {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
+    data = {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
+    if commit or config.git_auto_commit:
+        from .git import maybe_commit
+
+        try:
+            sha = maybe_commit(config, ref, f"amem: write {result.id}", commit, reporter=reporter)
+        except AmemError as exc:
+            # The note is written; say so, with its new version, so the caller need not read it again.
+            exc.details["written"] = data
+            raise
+        if sha:
+            data["commit"] = sha
+    return data
 
 
 def _decode(data: bytes, note_id: str) -> str:
