@@ -140,6 +140,7 @@ def random_note(rng: random.Random, ids: list[str]) -> str:
 # --- incremental equals fresh ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [20261129, 1, 2])
 def test_incremental_index_equals_a_fresh_build_over_random_edits(
     vault: Path, config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
@@ -273,6 +274,7 @@ def test_an_index_of_another_format_is_rebuilt(vault: Path, config: Config) -> N
     assert answers(config) == expected
 
 
+@pytest.mark.slow
 def test_concurrent_searches_in_real_processes_agree_and_leave_the_index_sound(
     vault: Path, config: Config, isolated_env: Path
 ) -> None:
