@@ -14,7 +14,7 @@ import io
 import os
 import shlex
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from click.shell_completion import (
@@ -54,7 +54,7 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
         return []
 
 
-def _config_for(ctx: click.Context) -> Any:
+def _config_for(ctx: click.Context) -> Config:
     """The config the command being completed would use: the root group's --vault and --config, as typed
     so far on the command line, over the environment and config files."""
     from .config import load_config
