@@ -261,7 +261,7 @@ def test_failed_rename_leaves_no_temporary_and_no_new_folder(config: Config, mon
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(write_module.os, "replace", broken_replace)
+    monkeypatch.setattr("amem.vault.write.os.replace", broken_replace)
     with pytest.raises(IoError) as info:
         write_note(config, "new/folder/n", "x")
     assert info.value.message == 'cannot write note "new/folder/n.md": No space left on device'

@@ -7,13 +7,18 @@ import importlib
 import os
 import re
 import sys
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__
 from .errors import AmemError, ConfigError, InternalError, Interrupted, IoError, UsageError
-from .output import emit_error, silence_stdout, warn
+from .output import emit_error, silence_stdout
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .report import Reporter
 
 #: Modules under amem.commands, each defining `command`. Imported only when run, so that
 #: `amem read` never pays for watchdog or requests.
@@ -21,21 +26,36 @@ COMMANDS = ("read", "search", "write", "history", "restore", "info", "watch")
 
 
 class AppContext:
-    """Built once in the root group and handed to commands with pass_obj; loads config on first use."""
+    """Built once in the root group and handed to commands with pass_app; loads config on first use."""
 
     def __init__(self, vault: str | None, config_file: str | None) -> None:
         self.vault_flag = vault
         self.config_flag = config_file
-        self._config: Any = None
+        self._config: Config | None = None
+        self._reporter: Reporter | None = None
 
     @property
-    def config(self) -> Any:
+    def reporter(self) -> Reporter:
+        """Where the library's warnings and progress go: stderr."""
+        if self._reporter is None:
+            from .report import StderrReporter
+
+            self._reporter = StderrReporter()
+        return self._reporter
+
+    @property
+    def config(self) -> Config:
+        return self.configure()
+
+    def configure(self, flags: Mapping[str, object] | None = None) -> Config:
+        """The config, loaded on first use; a command's own flags (by config key, as load_config takes
+        them) go in then, checked with the rest."""
         if self._config is None:
             from .config import load_config
 
-            config = load_config(config_file=self.config_flag, vault=self.vault_flag)
+            config = load_config(config_file=self.config_flag, vault=self.vault_flag, flags=flags)
             for message in config.warnings:
-                warn(message)
+                self.reporter.warn(message)
             from .vault.paths import vault_problem
 
             problem = vault_problem(config)
@@ -44,6 +64,10 @@ class AppContext:
                 raise ConfigError(problem)
             self._config = config
         return self._config
+
+
+#: Hands a command the AppContext the root group built: `@pass_app def command(app: AppContext, …)`.
+pass_app = click.make_pass_decorator(AppContext)
 
 
 class AmemGroup(click.Group):
@@ -69,7 +93,7 @@ class AmemGroup(click.Group):
 
     def main(
         self,
-        args: Any = None,
+        args: Sequence[str] | None = None,
         prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
@@ -155,7 +179,7 @@ def _unexpected(exc: Exception) -> AmemError:
     return InternalError(f"unexpected {type(exc).__name__}: {_HOST_PATH.sub('<path>', str(exc))}")
 
 
-def _run_translating_errors(invoke: Any) -> int:
+def _run_translating_errors(invoke: Callable[[], object]) -> int:
     try:
         invoke()
     except AmemError as exc:

@@ -49,7 +49,8 @@ def fingerprint(identity: dict[str, Any]) -> str:
 
 
 def build_info(config: Config, expected: Expectations, *, package_root: Path | None = None) -> dict[str, Any]:
-    """The envelope of SPEC §7. `package_root` stands in for the running package's folder in tests."""
+    """The envelope `amem info` prints: identity (which amem, config, vault, profile), the checks against
+    `expected`, and the preflight. `package_root` stands in for the running package's folder in tests."""
     root = package_root if package_root is not None else module_root()
     cwd = str(config.cwd)
     vault = str(config.vault_root)

@@ -7,9 +7,10 @@ import sys
 
 import click
 
-from ..errors import AmemError, UsageError
+from ..cli import AppContext, pass_app
+from ..errors import UsageError
 from ..output import emit_written
-from . import complete_note_id
+from . import Command, complete_note_id
 
 
 def _content(argument: str | None) -> str:
@@ -28,7 +29,7 @@ def _content(argument: str | None) -> str:
 _OPTION_LIKE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=.*)?", re.S)
 
 
-class ContentCommand(click.Command):
+class ContentCommand(Command):
     """A command whose positional CONTENT may start with `-`, as Markdown often does: arguments that
     start with `-` but do not read as an option name are positionals, in their place among the others.
     Words that do read as one (`--foo`) still need `--` before them, as with any command."""
@@ -55,7 +56,15 @@ class ContentCommand(click.Command):
         return super().parse_args(ctx, [*options, "--", *positionals] if positionals else options)
 
 
-@click.command("write", cls=ContentCommand)
+@click.command(
+    "write",
+    cls=ContentCommand,
+    epilog="""
+    echo "Tokens expire after 24 hours." | amem write notes/auth
+    amem write notes/auth --overwrite "Tokens live 24 h." --commit
+    amem write notes/auth --base-version "$version" --require-existing "One more fact."
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("content", required=False, metavar="[CONTENT|-]")
 @click.option("--append", is_flag=True, help="Add CONTENT under a timestamp heading (the default).")
@@ -69,9 +78,9 @@ class ContentCommand(click.Command):
 @click.option(
     "--commit", is_flag=True, help="Commit exactly this note's change to git (also: git.autoCommit in config)."
 )
-@click.pass_obj
+@pass_app
 def command(
-    app: object,
+    app: AppContext,
     note_id: str,
     content: str | None,
     append: bool,
@@ -91,21 +100,15 @@ def command(
 
     if append and overwrite:
         raise UsageError("--append and --overwrite cannot be used together: choose one")
-    mode = "overwrite" if overwrite else "append"
-    config = app.config  # type: ignore[attr-defined]
-    result = write_note(
-        config, note_id, _content(content), mode=mode, base_version=base_version, require_existing=require_existing
+    emit_written(
+        write_note(
+            app.config,
+            note_id,
+            _content(content),
+            mode="overwrite" if overwrite else "append",
+            base_version=base_version,
+            require_existing=require_existing,
+            commit=commit,
+            reporter=app.reporter,
+        )
     )
-    if commit or config.git_auto_commit:
-        from ..vault.git import maybe_commit
-        from ..vault.paths import resolve_note
-
-        try:
-            sha = maybe_commit(config, resolve_note(config, result["id"]), f"amem: write {result['id']}", commit)
-        except AmemError as exc:
-            # The note is written; say so, with its new version, so the caller need not read it again.
-            exc.details["written"] = result
-            raise
-        if sha:
-            result["commit"] = sha
-    emit_written(result)

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +21,8 @@ from ..errors import GitError, NotFound
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..report import Reporter
+    from .paths import NoteRef
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
 LOCK_WAIT_SECONDS = 3.0
@@ -522,15 +524,16 @@ def commit_note(config: Config, note_path: Path, message: str, *, content: bytes
 
 def maybe_commit(
     config: Config,
-    ref: Any,
+    ref: NoteRef,
     message: str,
     requested: bool,
     *,
     content: bytes | None = None,
-    warn: Callable[[str], None] | None = None,
+    reporter: Reporter | None = None,
 ) -> str | None:
     """The `--commit` / `git.autoCommit` hook for `write`: commit the note when asked, return the new
-    commit's hash, or None when nothing was asked or nothing changed. `ref` is a NoteRef (`.path`)."""
+    commit's hash, or None when nothing was asked or nothing changed. Warnings (a repository created,
+    a fallback identity) go to `reporter`."""
     if not (requested or config.git_auto_commit):
         return None
     try:
@@ -538,16 +541,17 @@ def maybe_commit(
     except GitError as exc:
         # The note is already written; say so, or the caller would think the write failed too.
         raise GitError(f'wrote note "{ref.id}" but did not commit it: {exc.message}', **exc.details) from None
-    if warn is None:
-        from ..output import warn as warn_on_stderr
-
-        warn = warn_on_stderr
-    for message_text in outcome.warnings:
-        warn(message_text)
+    _report(outcome.warnings, reporter)
     return outcome.hash
 
 
-def note_history(config: Config, ref: Any, limit: int | None = None) -> dict[str, Any]:
+def _report(warnings: list[str], reporter: Reporter | None) -> None:
+    if reporter is not None:
+        for message in warnings:
+            reporter.warn(message)
+
+
+def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> dict[str, Any]:
     """`{id, commits: [{hash, date, message, author}]}` for a NoteRef, newest first, following renames."""
     from ..timefmt import from_epoch
 
@@ -565,15 +569,12 @@ def note_history(config: Config, ref: Any, limit: int | None = None) -> dict[str
     }
 
 
-@dataclass
-class RestoreOutcome:
-    data: dict[str, Any]
-    warnings: list[str]
-
-
-def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: bool) -> RestoreOutcome:
+def restore_note(
+    config: Config, ref: NoteRef, rev: str, base_version: str, commit: bool, *, reporter: Reporter | None = None
+) -> dict[str, Any]:
     """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
-    `base_version`), and commit it when asked or configured. History is never rewritten."""
+    `base_version`), and commit it when asked or configured; the commit's warnings go to `reporter`.
+    Returns {id, hash, version, commit}. History is never rewritten."""
     from .write import update_note
 
     repo = require_repository(Path(ref.path).parent)
@@ -590,7 +591,6 @@ def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: 
 
     result = update_note(config, ref, lambda _current: content, base_version=base_version)
 
-    warnings: list[str] = []
     new_commit: str | None = None
     if commit or config.git_auto_commit:
         try:
@@ -603,8 +603,5 @@ def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: 
                 version=result.version,
             ) from None
         new_commit = outcome.hash
-        warnings = outcome.warnings
-    return RestoreOutcome(
-        data={"id": result.id, "hash": full, "version": result.version, "commit": new_commit},
-        warnings=warnings,
-    )
+        _report(outcome.warnings, reporter)
+    return {"id": result.id, "hash": full, "version": result.version, "commit": new_commit}

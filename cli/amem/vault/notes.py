@@ -5,21 +5,25 @@ from __future__ import annotations
 import base64
 import re
 from datetime import date, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from ..digest import sha1_hex
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+if TYPE_CHECKING:  # the C classes, when PyYAML has them, behave as these
+    _Loader = yaml.SafeLoader
+    _Dumper = yaml.SafeDumper
+else:
+    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _NoteLoader(_Loader):
     """Safe YAML whose timestamps stay ISO-8601 strings, so frontmatter is plain JSON data."""
 
 
-def _timestamp_as_text(loader: Any, node: Any) -> str:
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     """The timestamp as written, in ISO-8601 form, keeping its own offset (PyYAML would move it to UTC)."""
     text = str(node.value).strip()
     try:

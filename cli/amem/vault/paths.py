@@ -6,10 +6,13 @@ import os
 import posixpath
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import InvalidId
 from ..output import quote
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -98,12 +101,12 @@ def may_read(path: str, real_root: str) -> bool:
     return is_inside(real, real_root)
 
 
-def vault_problem(config: object) -> str | None:
+def vault_problem(config: Config) -> str | None:
     """Why the configured vault cannot be a vault (its path is a file, or runs through one), else None.
     Named by its last segment and where it is set, never by its host path."""
     import errno
 
-    vault_root: Path = config.vault_root  # type: ignore[attr-defined]
+    vault_root = config.vault_root
     try:
         os.stat(vault_root)
     except OSError as exc:
@@ -117,11 +120,11 @@ def vault_problem(config: object) -> str | None:
     return f"the vault {quote(vault_root.name)} cannot be used: {what} (set by --vault, AMEM_VAULT or vaultRoot)"
 
 
-def resolve_note(config: object, raw_id: str) -> NoteRef:
+def resolve_note(config: Config, raw_id: str) -> NoteRef:
     """Validate `raw_id` against the vault of `config`; refuse anything that escapes, lexically or by symlink."""
-    vault_root: Path = config.vault_root  # type: ignore[attr-defined]
-    extensions: tuple[str, ...] = config.extensions  # type: ignore[attr-defined]
-    note_id = normalise_id(raw_id, extensions, hidden_dirs=bool(getattr(config, "index_hidden_dirs", False)))
+    vault_root = config.vault_root
+    extensions = config.extensions
+    note_id = normalise_id(raw_id, extensions, hidden_dirs=config.index_hidden_dirs)
     root = os.path.abspath(vault_root)
     path = os.path.join(root, *note_id.split("/"))
     if not is_inside(os.path.normpath(path), root):

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IoError, NotFound
-from ..output import quote, warn
+from ..output import quote
 from ..timefmt import from_epoch
 from .index import VaultIndex
 from .links import extract_links
 from .notes import note_title, parse_note, version_of
 from .paths import NoteRef, may_read, resolve_note
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..report import Reporter
 
 
 def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
@@ -28,19 +32,21 @@ def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
     return data, st
 
 
-def _decode(data: bytes, note_id: str) -> str:
+def _decode(data: bytes, note_id: str, reporter: Reporter) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        warn(f"note {quote(note_id)} is not valid UTF-8; undecodable bytes are shown as U+FFFD")
+        reporter.warn(f"note {quote(note_id)} is not valid UTF-8; undecodable bytes are shown as U+FFFD")
         text = data.decode("utf-8", errors="replace")
     return text
 
 
-def _note_record(index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visited: set[str]) -> dict[str, Any]:
-    note = parse_note(_decode(data, ref.id), ref.id)
+def _note_record(
+    index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visited: set[str], reporter: Reporter
+) -> dict[str, Any]:
+    note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
-        warn(message)
+        reporter.warn(message)
     links = extract_links(note.body)
     resolved = [index.resolve(link.target) if link.target else None for link in links]
     record: dict[str, Any] = {
@@ -67,18 +73,25 @@ def _note_record(index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visit
             linked_data, _ = _load(linked)
         except (NotFound, IoError):
             continue  # vanished or became unreadable since the index saw it
-        record["linkedNotes"].append(_note_record(index, linked, linked_data, depth - 1, visited))
+        record["linkedNotes"].append(_note_record(index, linked, linked_data, depth - 1, visited, reporter))
     return record
 
 
-def read_note(config: Any, raw_id: str, depth: int | None = None) -> dict[str, Any]:
-    """The note as `amem read` prints it. Raises InvalidId or NotFound."""
+def read_note(
+    config: Config, raw_id: str, depth: int | None = None, *, reporter: Reporter | None = None
+) -> dict[str, Any]:
+    """The note as `amem read` prints it; what it had to repair (bytes that are not UTF-8, frontmatter
+    that is not YAML) goes to `reporter`. Raises InvalidId or NotFound."""
+    from ..report import Reporter
+
+    reporter = reporter or Reporter()
     ref = resolve_note(config, raw_id)
     data, st = _load(ref)
     index = VaultIndex(config)
     try:
         index.refresh(thorough=False)
-        record = _note_record(index, ref, data, config.max_link_depth if depth is None else depth, {ref.id})
+        depth = config.max_link_depth if depth is None else depth
+        record = _note_record(index, ref, data, depth, {ref.id}, reporter)
         last = index.last_seen(ref.id)
         index.mark_seen(ref.id, record["version"])
         backlinks = index.backlinks(ref.id)

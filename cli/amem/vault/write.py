@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..atomicfile import atomic_replace, is_temporary, parse_temporary, process_alive
 from ..digest import sha1_hex
@@ -20,6 +20,12 @@ from ..output import quote
 from ..timefmt import iso, normalise, now
 from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
 from .paths import NoteRef, is_inside, resolve_note
+
+if TYPE_CHECKING:
+    from datetime import tzinfo
+
+    from ..config import Config
+    from ..report import Reporter
 
 _HEADING_START = re.compile(r"^#{1,6}[ \t]")
 _LIFECYCLE = ("created", "updated")
@@ -65,7 +71,7 @@ def _lock_file(config: Any, target: str) -> int:
 
 
 @contextmanager
-def note_lock(config: Any, target: str) -> Iterator[None]:
+def note_lock(config: Config, target: str) -> Iterator[None]:
     """An exclusive cross-process lock for one note file, held for its whole read-modify-write."""
     import fcntl
 
@@ -92,7 +98,7 @@ def _remove_stale_temporaries(target: str) -> None:
                 os.unlink(os.path.join(folder, entry))
 
 
-def sweep_temporaries(config: Any, paths: Iterable[str]) -> int:
+def sweep_temporaries(config: Config, paths: Iterable[str]) -> int:
     """Remove stray temporary files (`.<note>.<pid>-<hex>.amem-tmp`) that a writer killed mid-write left
     in the vault; returns how many were removed. Never a live writer's: a file is removed only while
     amem holds its note's lock (taken without waiting: a writer holds it from before it creates the
@@ -127,7 +133,7 @@ def sweep_temporaries(config: Any, paths: Iterable[str]) -> int:
     return removed
 
 
-def sweep_folder(config: Any, folder: str) -> int:
+def sweep_folder(config: Config, folder: str) -> int:
     """sweep_temporaries for every temporary file directly in `folder`."""
     try:
         names = [name for name in os.listdir(folder) if is_temporary(name)]
@@ -136,7 +142,7 @@ def sweep_folder(config: Any, folder: str) -> int:
     return sweep_temporaries(config, (os.path.join(folder, name) for name in names)) if names else 0
 
 
-def _write_target(config: Any, ref: NoteRef) -> str:
+def _write_target(config: Config, ref: NoteRef) -> str:
     """The file to replace: the note itself, or the target of an in-vault symlink (the link stays a link)."""
     path = str(ref.path)
     if not os.path.islink(path):
@@ -186,7 +192,7 @@ def _remove_folders(created: list[str]) -> None:
 
 
 def update_note(
-    config: Any,
+    config: Config,
     ref: NoteRef,
     transform: Callable[[bytes | None], bytes],
     *,
@@ -250,7 +256,7 @@ def check_version(version: str | None) -> None:
         )
 
 
-def _remember(config: Any, note_id: str, version: str) -> None:
+def _remember(config: Config, note_id: str, version: str) -> None:
     """Record what amem wrote, so that `read` does not call amem's own write an external change."""
     from .index import VaultIndex
 
@@ -265,15 +271,19 @@ def _remember(config: Any, note_id: str, version: str) -> None:
 
 
 def write_note(
-    config: Any,
+    config: Config,
     raw_id: str,
     content: str,
     *,
     mode: str = "append",
     base_version: str | None = None,
     require_existing: bool = False,
+    commit: bool = False,
+    reporter: Reporter | None = None,
 ) -> dict[str, Any]:
-    """`amem write`: append (default) or overwrite one note. Returns {id, mode, bytes, version, created}."""
+    """`amem write`: append (default) or overwrite one note, and commit it when `commit` or
+    git.autoCommit asks (its warnings go to `reporter`). Returns {id, mode, bytes, version, created},
+    plus `commit` when a commit was made."""
     if mode not in ("append", "overwrite"):
         raise UsageError(f"unknown write mode {mode!r}")
     if mode == "append" and not content.strip():
@@ -294,7 +304,19 @@ def write_note(
         return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
 
     result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
-    return {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
+    data = {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
+    if commit or config.git_auto_commit:
+        from .git import maybe_commit
+
+        try:
+            sha = maybe_commit(config, ref, f"amem: write {result.id}", commit, reporter=reporter)
+        except AmemError as exc:
+            # The note is written; say so, with its new version, so the caller need not read it again.
+            exc.details["written"] = data
+            raise
+        if sha:
+            data["commit"] = sha
+    return data
 
 
 def _decode(data: bytes, note_id: str) -> str:
@@ -309,7 +331,7 @@ def _clean(content: str) -> str:
     return content.replace("\r\n", "\n").strip("\n").rstrip()
 
 
-def append_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+def append_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) -> str:
     """The note after appending `content` as a new `## <stamp>` section (or its own heading).
 
     Appends within the same second share one heading; exactly one blank line separates blocks."""
@@ -344,7 +366,7 @@ def _last_heading(body: str) -> str | None:
     return last
 
 
-def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+def overwrite_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) -> str:
     """The note after replacing its body: the caller's frontmatter keys win, old keys are kept, an
     existing note is stamped `updated`; a new note gets no lifecycle keys."""
     text = content.replace("\r\n", "\n")
@@ -366,7 +388,9 @@ def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
 _KEY_LINE = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))[ \t]*:(?:[ \t]|$)""")
 
 
-def set_keys(note: ParsedNote, updates: dict[str, Any], tz: Any, append_missing_only: tuple[str, ...] = ()) -> str:
+def set_keys(
+    note: ParsedNote, updates: dict[str, Any], tz: tzinfo | None, append_missing_only: tuple[str, ...] = ()
+) -> str:
     """The frontmatter block of `note` with `updates` applied and created/updated normalised, edited as
     text so the user's comments, order and quoting survive. Falls back to re-rendering the mapping
     when a key to change spans several lines."""
