@@ -123,3 +123,18 @@ def test_internal_errors_are_json_not_tracebacks(amem: Any, vault: Path, monkeyp
     assert result.exit_code == 1
     assert result.error == {"code": "internal", "message": "unexpected RuntimeError: boom"}
     assert "Traceback" not in result.stderr
+
+
+def test_content_that_starts_with_a_dash_is_content(amem: Any, vault: Path) -> None:
+    for content in ("- first item", "-5 degrees", "--- not frontmatter", "-\tindented"):
+        result = amem("write", "list", content)
+        assert result.exit_code == 0, (content, result.stderr)
+        assert content in (vault / "list.md").read_text()
+    frontmatter = "---\ntags: [auth]\n---\nTokens live 24 h.\n"
+    result = amem("write", "auth", frontmatter, "--overwrite")  # options may still follow the content
+    assert result.exit_code == 0 and result.json["mode"] == "overwrite", result.stderr
+    assert amem("read", "auth").json["frontmatter"] == {"tags": ["auth"]}
+    assert amem("write", "word", "--", "--foo").exit_code == 0  # a word that reads as an option: after --
+    assert "--foo" in (vault / "word.md").read_text()
+    typo = amem("write", "word", "--overwrit", "x")
+    assert typo.exit_code == 2 and "--overwrit" in typo.error["message"]

@@ -193,3 +193,12 @@ def test_fish_script(notes: Path, isolated_env: Path, tmp_path: Path) -> None:
         "notes/deep/b",
         "--depth\tFollow links this many levels deep (default: maxLinkDepth, 1).",
     ]
+
+
+def test_notes_in_dot_folders_complete_short_when_hidden_folders_are_indexed(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write_file(tmp_path / "config.yaml", "indexHiddenDirs: true\n")
+    monkeypatch.setenv("AMEM_CONFIG", str(config))
+    write_file(vault / ".hidden" / "x.md", "x\n")
+    assert complete(["read"], ".hidden/") == [".hidden/x"]

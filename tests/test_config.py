@@ -174,3 +174,33 @@ def test_bad_ignore_regex_in_environment(isolated_env: Path, monkeypatch: pytest
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_IGNORE", "ok,(bad")
     with pytest.raises(ConfigError, match="AGENTMEMORY_FS_WATCH_IGNORE"):
         load_config()
+
+
+def test_flags_win_over_everything_and_are_checked_like_the_rest(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from amem.errors import UsageError
+
+    user_config("watch: {url: 'http://cfg:1', ignore: ['a$'], debounceMs: 900}\n")
+    monkeypatch.setenv("AGENTMEMORY_URL", "http://env:2")
+    flags: dict[str, object] = {"watch.url": " http://flag:3/ ", "watch.ignore": ("b$", "a$"), "watch.debounceMs": 0}
+    watch = load_config(flags=flags).watch
+    assert watch.url == "http://flag:3"
+    assert watch.ignore == ("a$", "b$")  # a flag adds to the ignore list, once each
+    assert watch.debounce_ms == 0
+    assert load_config(flags={"watch.url": "  ", "watch.debounceMs": None}).watch.url == "http://env:2"
+    with pytest.raises(UsageError, match=r"^--ignore '\(' is not a valid regular expression"):
+        load_config(flags={"watch.ignore": ("(",)})
+    with pytest.raises(UsageError, match="^--sink: unknown sink 'email'"):
+        load_config(flags={"watch.sinks": ("email",)})
+
+
+def test_every_key_is_declared_once_with_its_default(isolated_env: Path) -> None:
+    from amem.config import KEYS
+
+    config = load_config()
+    for key in KEYS:
+        if key.name != "vaultRoot":
+            holder = config.watch if key.name.startswith("watch.") else config
+            assert getattr(holder, key.field) == key.default, key.name
+    assert len({key.name for key in KEYS}) == len(KEYS)

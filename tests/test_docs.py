@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from click.testing import CliRunner
 
 from amem import _docs
 from amem.cli import COMMANDS, cli
+from amem.commands import examples
 from amem.errors import EXIT_CODES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,6 +77,49 @@ def test_every_command_has_help_and_help_works(name: str) -> None:
             assert param.help, f"amem {name} {param.opts[0]} has no help text"
     # The README's reference shows exactly this.
     assert f"### `amem {name}`\n\n```text\n{result.stdout}```\n" in README
+
+
+def example_arguments(line: str) -> list[str]:
+    """The arguments amem is given in an example command line: its stage of a pipeline, after any
+    `NAME=value` assignments, as the shell splits it."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars="|")
+    lexer.whitespace_split = True
+    stage: list[str] = []
+    for token in [*lexer, "|"]:
+        if token != "|":
+            stage.append(token)
+            continue
+        while stage and re.fullmatch(r"[A-Z_]+=.*", stage[0]):
+            stage.pop(0)
+        if stage and stage[0] == "amem":
+            return stage[1:]
+        stage = []
+    raise AssertionError(f"no amem command in {line!r}")
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_help_ends_with_examples_the_cli_accepts(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    lines = examples(command)
+    assert 2 <= len(lines) <= 3, f"amem {name} should show two or three examples"
+    result = CliRunner().invoke(cli, [name, "--help"], prog_name="amem", terminal_width=_docs.HELP_WIDTH)
+    assert result.stdout.endswith("Examples:\n" + "".join(f"  {line}\n" for line in lines))
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(command, "callback", lambda **params: calls.append(params))
+    for line in lines:
+        arguments = example_arguments(line)
+        assert arguments[0] == name, line
+        outcome = CliRunner().invoke(cli, arguments, catch_exceptions=False)
+        assert outcome.exit_code == 0, f"{line!r} is not accepted: {outcome.stderr}"
+    assert len(calls) == len(lines)
+
+
+def test_example_arguments_are_split_as_the_shell_splits_them() -> None:
+    assert example_arguments("""echo "a | b" | amem write notes/x""") == ["write", "notes/x"]
+    assert example_arguments("""X=1 amem search "a b" | jq -r '.hits[] | .id'""") == ["search", "a b"]
+    with pytest.raises(AssertionError):
+        example_arguments("echo amem")
 
 
 def test_root_help_is_in_the_readme() -> None:
@@ -204,6 +249,22 @@ def _config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     return ["read", "x"]
 
 
+def _cache_folder_is_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    (tmp_path / "cache-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-file"))
+    return ["search", "x"]
+
+
+def _ctrl_c(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    import amem.vault.read
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(amem.vault.read, "read_note", interrupted)
+    return ["read", "x"]
+
+
 #: One way to reach each exit status through the CLI: the arguments, or a setup that returns them.
 EXIT_CASES: dict[int, Any] = {
     0: ["info"],
@@ -216,6 +277,8 @@ EXIT_CASES: dict[int, Any] = {
     7: _config_error,
     8: ["info", "--expect-cwd", "/no/such/folder"],
     9: lambda tmp_path: ["watch", str(tmp_path / "no-such-root")],
+    10: _cache_folder_is_a_file,
+    130: _ctrl_c,
 }
 
 
@@ -252,6 +315,25 @@ def test_the_readme_test_command_is_the_one_ci_runs() -> None:
     assert readme.group(1) == ci.group(1)
 
 
+def test_the_readme_check_command_is_the_one_ci_runs() -> None:
+    readme = re.search(r"Run the checks CI runs before the tests.*?\n\n```sh\n([^\n]+)\n```", README, re.S)
+    ci = re.search(r"^# The README's check command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
+    assert readme and ci
+    assert readme.group(1) == ci.group(1)
+    for check in ("ruff check cli tests", "ruff format --check cli tests", "mypy"):
+        assert check in ci.group(1)
+
+
+def test_pre_commit_runs_the_checks_ci_runs() -> None:
+    import yaml
+
+    ci = re.search(r"^# The README's check command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
+    assert ci
+    hooks = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
+    checks = ci.group(1).split(" && ")[1:]
+    assert [hook["entry"] + (" " + " ".join(hook["args"]) if hook.get("args") else "") for hook in hooks] == checks
+
+
 def test_the_readme_shows_the_real_uses() -> None:
     for use in ('amem search "auth token"', "| amem write notes/", "--append", "post-commit", "--base-version"):
         assert use in README
@@ -263,3 +345,20 @@ def test_the_changelog_lists_unreleased_changes() -> None:
     unreleased = changelog.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
     for name in COMMANDS:
         assert f"`amem {name}" in unreleased, f"amem {name} is not in the changelog"
+
+
+def test_the_licence_is_declared_and_shipped() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    licence = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    assert "END OF TERMS AND CONDITIONS" in licence
+    assert "[Apache License 2.0](LICENSE)" in README
+
+
+def test_the_readme_installs_amem_as_a_tool_after_the_plain_pip_command() -> None:
+    setup = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.+?)```", setup, re.S)
+    assert blocks[0].startswith("python -m pip install . && ")
+    assert blocks[1].splitlines() == ["pipx install .", "uv tool install ."]

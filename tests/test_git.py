@@ -14,9 +14,12 @@ from typing import Any
 
 import pytest
 
+from amem.config import Config
 from amem.errors import GitError
+from amem.report import CollectingReporter
 from amem.vault import git as amem_git
 from amem.vault.notes import version_of
+from amem.vault.write import write_note
 from tests.gitrepo import commit_all, git, init_repo, set_identity
 
 
@@ -143,6 +146,44 @@ def test_commit_with_no_repository_initialises_one_at_the_vault_root(
     assert files_in(vault) == ["notes/x.md"]  # exactly that note, not the whole vault
     assert git(vault, "log", "--format=%s") == "amem: write notes/x.md"
     assert "initialised" in result.stderr
+
+
+def test_write_and_commit_is_one_library_call_that_reports_to_its_reporter(vault: Path, config: Config) -> None:
+    reporter = CollectingReporter()
+    result = write_note(config, "notes/x", "first", commit=True, reporter=reporter)
+    assert result["commit"] == head(vault)
+    assert files_in(vault) == ["notes/x.md"]
+    assert any("initialised" in warning for warning in reporter.warnings)
+    again = write_note(config, "notes/x", "second", commit=True, reporter=reporter)
+    assert again["commit"] == head(vault) != result["commit"]
+    assert "commit" not in write_note(config, "notes/x", "third")  # no commit asked, none configured
+
+
+def test_a_failed_commit_still_says_what_was_written(
+    vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(GitError) as info:
+        write_note(config, "n", "kept", commit=True)
+    written = info.value.details["written"]
+    assert written["id"] == "n.md" and written["version"] == version_of((vault / "n.md").read_bytes())
+
+
+def test_restore_reports_the_commits_warnings(vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amem.vault.paths import resolve_note
+
+    init_repo(vault)
+    first = write_note(config, "n", "one", commit=True)
+    write_note(config, "n", "two", commit=True)
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)  # and the isolated HOME has no git config
+    reporter = CollectingReporter()
+    current = version_of((vault / "n.md").read_bytes())
+    data = amem_git.restore_note(config, resolve_note(config, "n"), first["commit"], current, True, reporter=reporter)
+    assert data["commit"] == head(vault) and data["hash"] == first["commit"]
+    assert any("no user identity" in warning for warning in reporter.warnings)
 
 
 def test_auto_commit_from_config(isolated_env: Path, vault: Path, amem: Any) -> None:
@@ -315,3 +356,34 @@ def test_git_module_loads_only_when_needed(vault: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- a damaged repository -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def damaged(amem: Any, vault: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A vault whose repository lost every object (`.git/objects/*` deleted) after two commits."""
+    import shutil
+
+    from .gitrepo import set_identity
+
+    set_identity(monkeypatch)
+    assert amem("write", "n", "one", "--commit").exit_code == 0
+    assert amem("write", "n", "two", "--commit").exit_code == 0
+    for entry in (vault / ".git" / "objects").iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    return vault
+
+
+@pytest.mark.parametrize("command", [["history", "n"], ["write", "n", "three", "--commit"]])
+def test_a_damaged_repository_is_a_git_error_saying_how_git_failed(
+    amem: Any, damaged: Path, command: list[str]
+) -> None:
+    result = amem(*command)
+    assert result.exit_code == 6, result.stderr
+    error = result.error
+    assert error["code"] == "git"
+    assert "git log failed: " in error["message"] and "bad object HEAD" in error["message"]
+    assert "HEAD kept moving" not in error["message"]
+    assert str(damaged) not in result.stderr

@@ -153,8 +153,8 @@ def test_random_edits_leave_the_index_equal_to_a_fresh_build(config: Config, tmp
         present = sorted(p.relative_to(v).as_posix() for p in v.rglob("*.md")) if v.exists() else []
         action = rng.choice(["create", "edit", "edit", "delete", "rename"]) if present else "create"
         if action == "create":
-            target = rng.choice(names)
-            write_file(v / target, f"note {step} links [[{rng.choice(names)[:-3].split('/')[-1]}]]")
+            created = rng.choice(names)
+            write_file(v / created, f"note {step} links [[{rng.choice(names)[:-3].split('/')[-1]}]]")
         elif action == "edit":
             path = v / rng.choice(present)
             text = path.read_text()

@@ -1,4 +1,4 @@
-"""Note ids: every refusal in the spec, extension rules, symlink containment, and a property test."""
+"""Note ids: every refusal the README lists, extension rules, symlink containment, and a property test."""
 
 from __future__ import annotations
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from amem.config import Config
 from amem.errors import InvalidId, NotFound
+from amem.report import CollectingReporter
 from amem.vault.notes import version_of
 from amem.vault.read import read_note
 from amem.vault.write import write_note
@@ -103,11 +105,13 @@ def test_first_read_of_a_note_amem_never_saw_is_not_external(config: Config) -> 
     assert read_note(config, "n")["modifiedExternally"] is False
 
 
-def test_malformed_frontmatter_reads_as_body_with_warning(config: Config, capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_frontmatter_reads_as_body_with_warning(config: Config, amem: Any) -> None:
     write_file(config.vault_root / "m.md", "---\nk: [\n---\nbody")
-    note = read_note(config, "m")
+    reporter = CollectingReporter()
+    note = read_note(config, "m", reporter=reporter)
     assert note["frontmatter"] == {} and note["body"] == "---\nk: [\n---\nbody"
-    assert "malformed frontmatter" in capsys.readouterr().err
+    assert any("malformed frontmatter" in warning for warning in reporter.warnings)
+    assert "amem: warning: " in (err := amem("read", "m").stderr) and "malformed frontmatter" in err
 
 
 def test_backlinks_follow_creates_and_deletes(config: Config) -> None:
@@ -134,10 +138,12 @@ def test_resolution_changes_when_a_better_match_appears(config: Config) -> None:
     assert read_note(config, "deep/down/foo")["backlinks"] == ["src.md"]
 
 
-def test_non_utf8_note_reads_with_replacement(config: Config, capsys: pytest.CaptureFixture[str]) -> None:
+def test_non_utf8_note_reads_with_replacement(config: Config, amem: Any) -> None:
     write_file(config.vault_root / "bin.md", b"caf\xe9")
-    assert read_note(config, "bin")["body"] == "caf\ufffd"
-    assert "not valid UTF-8" in capsys.readouterr().err
+    reporter = CollectingReporter()
+    assert read_note(config, "bin", reporter=reporter)["body"] == "caf\ufffd"
+    assert any("not valid UTF-8" in warning for warning in reporter.warnings)
+    assert "not valid UTF-8" in amem("read", "bin").stderr
 
 
 def test_symlink_loop_is_a_clear_error_without_host_path(config: Config) -> None:

@@ -117,6 +117,7 @@ def test_amem_open_opens_the_top_hit_in_the_editor(repo: Path, env: dict[str, st
     assert not opened.exists()
 
 
+@pytest.mark.slow
 def test_agent_loop_rereads_and_retries_after_a_conflict(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
     script = tmp_path / "agent-remember"
     script.write_text(recipe("agent-remember.sh"))

@@ -32,7 +32,7 @@ def note(title: str, body: str, extra: str = "") -> str:
     return f"---\ntitle: {title}\n{extra}---\n{body}\n"
 
 
-# --- a brute-force model of SPEC §4 ------------------------------------------------------------------
+# --- a brute-force model of the ranking (BM25 with title, phrase and link boosts) --------------------
 #
 # Computes every note's score from scratch, field by field, with none of the index's machinery (no
 # postings, no pruning), so that the index, its prefix expansion and its top-k pruning are checked
@@ -96,7 +96,7 @@ def model(
             base[note_id] = base.get(note_id, 0.0) + idf * (K1 + 1) * value / (value + norm)
     phrase_max = sum(idfs) if len(query_words(query)) >= 2 else 0.0
     phrase = phrase_form(word_runs(query))
-    scored = {}
+    scored: dict[str, float] = {}
     for note_id, score in base.items():
         title, body = notes[note_id]
         if phrase_max and (
@@ -106,10 +106,10 @@ def model(
         elif phrase_max and contains(phrase_form(word_runs(body)), phrase):
             score += phrase_max / 2
         scored[note_id] = score
-    final = {}
+    final: dict[str, float] = {}
     for note_id, score in scored.items():
-        linking = [scored[src] for src in scored if src != note_id and note_id in links.get(src, set())]
-        final[note_id] = score + 0.15 * max(linking) if linking else score
+        linked = [scored[src] for src in scored if src != note_id and note_id in links.get(src, set())]
+        final[note_id] = score + 0.15 * max(linked) if linked else score
     ranked = sorted(final.items(), key=lambda item: (-round(item[1], 6), item[0]))
     return [(note_id, round(score, 6)) for note_id, score in ranked[:limit]], len(final)
 
@@ -147,6 +147,7 @@ def vaults(draw: st.DrawFn) -> tuple[dict[str, tuple[str, str]], dict[str, set[s
     return notes, links
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     vault=vaults(),

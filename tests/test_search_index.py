@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from amem.config import Config, load_config
-from amem.vault import index as index_module
 from amem.vault import search as search_module
 from amem.vault.index import VaultIndex
 from amem.vault.search import phrase_form, search, terms_of, title_key, word_runs
@@ -141,6 +140,7 @@ def random_note(rng: random.Random, ids: list[str]) -> str:
 # --- incremental equals fresh ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [20261129, 1, 2])
 def test_incremental_index_equals_a_fresh_build_over_random_edits(
     vault: Path, config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
@@ -274,6 +274,7 @@ def test_an_index_of_another_format_is_rebuilt(vault: Path, config: Config) -> N
     assert answers(config) == expected
 
 
+@pytest.mark.slow
 def test_concurrent_searches_in_real_processes_agree_and_leave_the_index_sound(
     vault: Path, config: Config, isolated_env: Path
 ) -> None:
@@ -308,7 +309,7 @@ def test_a_slow_build_shows_progress_on_a_terminal(
     for i in range(300):
         write_file(vault / f"n{i}.md", f"# note {i}\nalpha\n")
     clock = iter(range(0, 10**6, 5))
-    monkeypatch.setattr(index_module.time, "monotonic", lambda: float(next(clock)))  # each look: 5 s later
+    monkeypatch.setattr("amem.vault.index.time.monotonic", lambda: float(next(clock)))  # each look: 5 s later
     monkeypatch.setattr(search_module, "_first_build_start", None)  # as if imported by this build
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
@@ -323,6 +324,6 @@ def test_no_progress_when_stderr_is_not_a_terminal(
     for i in range(300):
         write_file(vault / f"n{i}.md", f"# note {i}\nalpha\n")
     clock = iter(range(0, 10**6, 5))
-    monkeypatch.setattr(index_module.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr("amem.vault.index.time.monotonic", lambda: float(next(clock)))
     search(config, "alpha")
     assert "indexing" not in capsys.readouterr().err

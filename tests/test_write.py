@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from amem.config import Config
-from amem.errors import Conflict, InternalError, InvalidId, NotFound, UsageError
+from amem.errors import Conflict, InvalidId, IoError, NotFound, UsageError
 from amem.vault import write as write_module
 from amem.vault.notes import parse_note, version_of
 from amem.vault.write import write_note
@@ -261,8 +261,8 @@ def test_failed_rename_leaves_no_temporary_and_no_new_folder(config: Config, mon
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(write_module.os, "replace", broken_replace)
-    with pytest.raises(InternalError) as info:
+    monkeypatch.setattr("amem.vault.write.os.replace", broken_replace)
+    with pytest.raises(IoError) as info:
         write_note(config, "new/folder/n", "x")
     assert info.value.message == 'cannot write note "new/folder/n.md": No space left on device'
     assert not config.vault_root.exists()  # the folders this write made are gone again, the vault too

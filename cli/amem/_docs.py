@@ -20,6 +20,7 @@ import click
 
 from . import __version__
 from .cli import cli
+from .commands import examples
 from .completion import SHELLS, completion_script
 from .errors import EXIT_CODES
 
@@ -294,6 +295,8 @@ def man_page() -> str:
     for name, command, ctx in subcommands:
         lines += [f'.SS "amem {name}"', _synopsis(ctx, name), ".PP", *_join_paragraphs(_paragraphs(command.help or ""))]
         lines += _options_section(ctx)
+        if command_examples := examples(command):
+            lines += [".PP", "Examples:", ".PP", ".RS", ".nf", roff("\n".join(command_examples)), ".fi", ".RE"]
     lines += [".SH ENVIRONMENT", "Command-line flags win over environment variables, which win over config files."]
     for var, meaning in ENVIRONMENT:
         lines += [".TP", f"\\fB{roff(var)}\\fR", roff(meaning)]

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
+import re
 import sys
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__
-from .errors import AmemError, InternalError, UsageError
-from .output import emit_error, warn
+from .errors import AmemError, ConfigError, InternalError, Interrupted, IoError, UsageError
+from .output import emit_error, silence_stdout
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .report import Reporter
 
 #: Modules under amem.commands, each defining `command`. Imported only when run, so that
 #: `amem read` never pays for watchdog or requests.
@@ -19,22 +26,48 @@ COMMANDS = ("read", "search", "write", "history", "restore", "delete", "move", "
 
 
 class AppContext:
-    """Built once in the root group and handed to commands with pass_obj; loads config on first use."""
+    """Built once in the root group and handed to commands with pass_app; loads config on first use."""
 
     def __init__(self, vault: str | None, config_file: str | None) -> None:
         self.vault_flag = vault
         self.config_flag = config_file
-        self._config: Any = None
+        self._config: Config | None = None
+        self._reporter: Reporter | None = None
 
     @property
-    def config(self) -> Any:
+    def reporter(self) -> Reporter:
+        """Where the library's warnings and progress go: stderr."""
+        if self._reporter is None:
+            from .report import StderrReporter
+
+            self._reporter = StderrReporter()
+        return self._reporter
+
+    @property
+    def config(self) -> Config:
+        return self.configure()
+
+    def configure(self, flags: Mapping[str, object] | None = None) -> Config:
+        """The config, loaded on first use; a command's own flags (by config key, as load_config takes
+        them) go in then, checked with the rest."""
         if self._config is None:
             from .config import load_config
 
-            self._config = load_config(config_file=self.config_flag, vault=self.vault_flag)
-            for message in self._config.warnings:
-                warn(message)
+            config = load_config(config_file=self.config_flag, vault=self.vault_flag, flags=flags)
+            for message in config.warnings:
+                self.reporter.warn(message)
+            from .vault.paths import vault_problem
+
+            problem = vault_problem(config)
+            current = click.get_current_context(silent=True)
+            if problem and (current is None or current.command.name != "info"):  # info reports it instead
+                raise ConfigError(problem)
+            self._config = config
         return self._config
+
+
+#: Hands a command the AppContext the root group built: `@pass_app def command(app: AppContext, …)`.
+pass_app = click.make_pass_decorator(AppContext)
 
 
 class AmemGroup(click.Group):
@@ -50,9 +83,17 @@ class AmemGroup(click.Group):
         command: click.Command = module.command
         return command
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Turned into amem's own error here, inside Click, so that Click does not print a blank line
+            # to stderr before the JSON error.
+            raise Interrupted("interrupted (Ctrl-C)") from None
+
     def main(
         self,
-        args: Any = None,
+        args: Sequence[str] | None = None,
         prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
@@ -66,13 +107,14 @@ class AmemGroup(click.Group):
             register_shells()
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        _reserve_standard_fds()
         code = _run_translating_errors(
             lambda: super(AmemGroup, self).main(args, prog_name or "amem", complete_var, standalone_mode=False, **extra)
         )
         sys.exit(code)
 
 
-@click.group(cls=AmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=AmemGroup, context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="amem", message="%(prog)s %(version)s")
 @click.option("--vault", metavar="PATH", help="Vault folder (overrides AMEM_VAULT and vaultRoot).")
 @click.option(
@@ -86,8 +128,26 @@ def cli(ctx: click.Context, vault: str | None, config_file: str | None) -> None:
     """A memory for shell scripts, git hooks and AI coding agents, kept as plain Markdown.
 
     Every command prints JSON on stdout; errors are JSON on stderr with a documented exit code.
+    With no command, amem prints this help on stdout and a usage error on stderr, and exits 2.
     """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+        raise UsageError("no command given: run `amem COMMAND …`; `amem --help` lists the commands")
     ctx.obj = AppContext(vault, config_file)
+
+
+def _reserve_standard_fds() -> None:
+    """Open the null device on any of fds 0-2 that the caller closed (`amem … >&-`), so that no file amem
+    opens later (a note, the index) can take that number and receive its output. Python has already
+    set the matching sys.stdin/stdout/stderr to None, which is how emit() still tells it was closed."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
 
 
 def main() -> None:
@@ -95,7 +155,31 @@ def main() -> None:
     cli.main(prog_name="amem")
 
 
-def _run_translating_errors(invoke: Any) -> int:
+#: An absolute path inside a message from Python or a library, which amem must not show.
+_HOST_PATH = re.compile(r"(?<![\w./-])/[^\s'\"]*")
+#: errno values that mean the file system refused; anything else unexpected is an internal error.
+_IO_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO}
+
+
+def _usage_message(exc: click.UsageError) -> str:
+    """Click's message with the command's usage line, as one line: stderr holds only the JSON error."""
+    message = exc.format_message()
+    if exc.ctx is None:
+        return message
+    usage = " ".join(exc.ctx.get_usage().split()).removeprefix("Usage: ")
+    return f"{message} (usage: {usage}; see '{exc.ctx.command_path} --help')"
+
+
+def _unexpected(exc: Exception) -> AmemError:
+    if isinstance(exc, OSError):
+        reason = exc.strerror or type(exc).__name__  # never str(exc): it names the host's files
+        if exc.errno in _IO_ERRNOS:
+            return IoError(f"the file system refused: {reason}")
+        return InternalError(f"unexpected {type(exc).__name__}: {reason}")
+    return InternalError(f"unexpected {type(exc).__name__}: {_HOST_PATH.sub('<path>', str(exc))}")
+
+
+def _run_translating_errors(invoke: Callable[[], object]) -> int:
     try:
         invoke()
     except AmemError as exc:
@@ -103,29 +187,25 @@ def _run_translating_errors(invoke: Any) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
-    except click.exceptions.Abort:
-        emit_error(UsageError("aborted").to_json())
-        return 130
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        emit_error(Interrupted("interrupted (Ctrl-C)").to_json())
+        return Interrupted.exit_code
     except click.UsageError as exc:
-        if exc.ctx is not None:
-            sys.stderr.write(f"{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help.\n")
-        emit_error(UsageError(exc.format_message()).to_json())
+        emit_error(UsageError(_usage_message(exc)).to_json())
         return UsageError.exit_code
     except click.ClickException as exc:
         emit_error(UsageError(exc.format_message()).to_json())
         return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:
         # A reader such as `head` went away; nothing more can be said on stdout.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        silence_stdout()
         return 1
     except Exception as exc:  # the last line of defence: JSON, never a traceback
         if os.environ.get("AMEM_DEBUG"):
             raise
-        emit_error(InternalError(f"unexpected {type(exc).__name__}: {exc}").to_json())
-        return InternalError.exit_code
+        error = _unexpected(exc)
+        emit_error(error.to_json())
+        return error.exit_code
     return 0
 
 

@@ -14,7 +14,7 @@ import io
 import os
 import shlex
 from bisect import bisect_left
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from click.shell_completion import (
@@ -25,6 +25,9 @@ from click.shell_completion import (
     ZshComplete,
     add_completion_class,
 )
+
+if TYPE_CHECKING:
+    from .config import Config
 
 #: The environment variable Click's completion scripts set (`_AMEM_COMPLETE=bash_complete amem`).
 COMPLETE_VAR = "_AMEM_COMPLETE"
@@ -51,7 +54,7 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
         return []
 
 
-def _config_for(ctx: click.Context) -> Any:
+def _config_for(ctx: click.Context) -> Config:
     """The config the command being completed would use: the root group's --vault and --config, as typed
     so far on the command line, over the environment and config files."""
     from .config import load_config
@@ -60,7 +63,7 @@ def _config_for(ctx: click.Context) -> Any:
     return load_config(config_file=params.get("config_file"), vault=params.get("vault"))
 
 
-def vault_note_ids(config: Any) -> list[str]:
+def vault_note_ids(config: Config) -> list[str]:
     """Every note id of the vault, sorted.
 
     From the persistent index when it exists (its quick refresh stats folders, not notes, so it stays
@@ -117,7 +120,8 @@ def short_id(note_id: str, extensions: tuple[str, ...]) -> str:
         return note_id
     short = note_id[: -len(first)]
     try:
-        return short if normalise_id(short, extensions) == note_id else note_id
+        # The id came from a scan, so any folder in it is one the scan indexes (dot-folders included).
+        return short if normalise_id(short, extensions, hidden_dirs=True) == note_id else note_id
     except InvalidId:
         return note_id
 

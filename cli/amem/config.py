@@ -1,53 +1,43 @@
 """The one config loader: defaults < config files < environment < flags, with every value validated.
 
-Knows nothing of Click; commands hand it their flags as plain keyword arguments.
+Knows nothing of Click; commands hand it their flags by key name, and they are checked like the rest.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .digest import sha1_hex
-from .errors import ConfigError
+from .errors import AmemError, ConfigError, UsageError
 
+#: The names of the watcher's sinks, in the order of the registry `amem.watcher.sinks.SINKS`. Repeated here
+#: so that checking a config, or showing `amem watch --help`, never imports the watcher
+#: (tests/watcher/test_watch_imports.py checks the two agree).
 SINK_NAMES = ("server", "vault", "stdout")
 DEFAULT_SERVER_URL = "http://localhost:3111"
 
-_TOP_KEYS = {
-    "vaultRoot",
-    "extensions",
-    "maxLinkDepth",
-    "maxSearchResults",
-    "indexHiddenDirs",
-    "excludeDirs",
-    "timezone",
-    "bundleName",
-    "bundleVersion",
-    "git",
-    "watch",
-}
-_GIT_KEYS = {"autoCommit"}
-_WATCH_KEYS = {"dirs", "ignore", "allowBinary", "url", "secret", "project", "sessionId", "debounceMs", "sinks"}
 _OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 
 
 # NamedTuples rather than dataclasses: they cost a tenth as much at start-up, which every call pays.
 class WatchSettings(NamedTuple):
-    dirs: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    allow_binary: bool = False
+    """The watcher's settings; their names, checks and defaults are declared once, in KEYS below."""
+
+    dirs: tuple[str, ...]
+    ignore: tuple[str, ...]
+    allow_binary: bool
     #: None when no URL was configured anywhere; the server sink then uses DEFAULT_SERVER_URL.
-    url: str | None = None
-    secret: str | None = None
-    project: str | None = None
-    session_id: str | None = None
-    debounce_ms: int = 500
-    sinks: tuple[str, ...] = ()
+    url: str | None
+    secret: str | None
+    project: str | None
+    session_id: str | None
+    debounce_ms: int
+    sinks: tuple[str, ...]
 
     @property
     def server_url(self) -> str:
@@ -55,29 +45,32 @@ class WatchSettings(NamedTuple):
 
     @property
     def effective_sinks(self) -> tuple[str, ...]:
-        """The spec's default: `server` when a URL is configured, else `vault`."""
+        """The sinks to use: those configured, else `server` when a URL is configured, else `vault`."""
         if self.sinks:
             return self.sinks
         return ("server",) if self.url else ("vault",)
 
 
 class Config(NamedTuple):
+    """Everything a command needs to know about where it runs; the config keys' names, checks and
+    defaults are declared once, in KEYS below."""
+
     cwd: Path
     project_root: Path
     vault_root: Path
-    config_files: tuple[Path, ...] = ()
-    extensions: tuple[str, ...] = (".md",)
-    max_link_depth: int = 1
-    max_search_results: int = 20
-    index_hidden_dirs: bool = False
-    exclude_dirs: tuple[str, ...] = ("archive",)
-    timezone_name: str | None = None
-    bundle_name: str = ""
-    bundle_version: str = ""
-    git_auto_commit: bool = False
-    watch: WatchSettings = WatchSettings()
-    profile: str | None = None
-    warnings: tuple[str, ...] = ()
+    config_files: tuple[Path, ...]
+    extensions: tuple[str, ...]
+    max_link_depth: int
+    max_search_results: int
+    index_hidden_dirs: bool
+    exclude_dirs: tuple[str, ...]
+    timezone_name: str | None
+    bundle_name: str
+    bundle_version: str
+    git_auto_commit: bool
+    watch: WatchSettings
+    profile: str | None
+    warnings: tuple[str, ...]
 
     @property
     def tz(self) -> tzinfo | None:
@@ -135,8 +128,12 @@ def parse_timezone(value: str, key: str, source: str) -> tzinfo:
     if match:
         sign, hours, minutes = match.groups()
         delta = timedelta(hours=int(hours), minutes=int(minutes))
-        if delta >= timedelta(hours=24):
-            raise ConfigError(f"{key} in {source}: offset {value!r} is out of range", key=key, file=source)
+        if delta >= timedelta(hours=24) or int(minutes) >= 60:
+            raise ConfigError(
+                f"{key} in {source}: offset {text!r} is out of range (an offset lies between -23:59 and +23:59)",
+                key=key,
+                file=source,
+            )
         return timezone(-delta if sign == "-" else delta)
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -175,38 +172,43 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 class _Validator:
-    """Checks one file's (or the environment's) values, naming key and source in every error."""
+    """Checks one file's (or the environment's) values, naming key and source in every error. Relative
+    folders are taken from `base`: the config file's folder, or the working directory."""
 
-    def __init__(self, source: str, warnings: list[str]) -> None:
+    def __init__(self, source: str, warnings: list[str], base: Path) -> None:
         self.source = source
         self.warnings = warnings
+        self.base = base
 
-    def fail(self, key: str, problem: str) -> ConfigError:
+    def fail(self, key: str, problem: str) -> AmemError:
         return ConfigError(f"{key} in {self.source}: {problem}", key=key, file=self.source)
 
-    def string(self, key: str, value: Any) -> str:
+    def bad_regex(self, key: str, pattern: str, exc: re.error) -> AmemError:
+        return self.fail(key, f"invalid regular expression {pattern!r}: {exc}")
+
+    def string(self, key: str, value: object) -> str:
         if not isinstance(value, str):
             raise self.fail(key, f"expected a string, got {_kind(value)}")
         return value
 
-    def boolean(self, key: str, value: Any) -> bool:
+    def boolean(self, key: str, value: object) -> bool:
         if not isinstance(value, bool):
             raise self.fail(key, f"expected true or false, got {_kind(value)}")
         return value
 
-    def integer(self, key: str, value: Any, minimum: int) -> int:
+    def integer(self, key: str, value: object, minimum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, f"expected an integer, got {_kind(value)}")
         if value < minimum:
             raise self.fail(key, f"must be at least {minimum}, got {value}")
         return value
 
-    def strings(self, key: str, value: Any) -> tuple[str, ...]:
+    def strings(self, key: str, value: object) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.fail(key, f"expected a list of strings, got {_kind(value)}")
         return tuple(value)
 
-    def extensions(self, key: str, value: Any) -> tuple[str, ...]:
+    def extensions(self, key: str, value: object) -> tuple[str, ...]:
         exts = self.strings(key, value)
         if not exts:
             raise self.fail(key, "must list at least one extension")
@@ -220,23 +222,33 @@ class _Validator:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise self.fail(key, f"invalid regular expression {pattern!r}: {exc}") from None
-        return value
+                raise self.bad_regex(key, pattern, exc) from None
+        return tuple(dict.fromkeys(value))
 
-    def sinks(self, key: str, value: Any) -> tuple[str, ...]:
+    def sinks(self, key: str, value: object) -> tuple[str, ...]:
         names = self.strings(key, value)
         for name in names:
             if name not in SINK_NAMES:
                 raise self.fail(key, f"unknown sink {name!r} (choose from {', '.join(SINK_NAMES)})")
-        return names
+        return tuple(dict.fromkeys(names))
 
-    def unknown(self, keys: Any, known: set[str], prefix: str = "") -> None:
+    def unknown(self, keys: Iterable[object], known: Collection[str], prefix: str = "") -> None:
         for k in keys:
             if k not in known:
                 self.warnings.append(f"unknown config key {prefix + str(k)!r} in {self.source} (ignored)")
 
 
-def _kind(value: Any) -> str:
+class _FlagValidator(_Validator):
+    """Checks command-line flags: a bad one is a usage error naming the flag."""
+
+    def fail(self, key: str, problem: str) -> AmemError:
+        return UsageError(f"{_KEYS[key].flag}: {problem}")
+
+    def bad_regex(self, key: str, pattern: str, exc: re.error) -> AmemError:
+        return UsageError(f"{_KEYS[key].flag} {pattern!r} is not a valid regular expression: {exc}")
+
+
+def _kind(value: object) -> str:
     if value is None:
         return "null"
     return {
@@ -249,64 +261,104 @@ def _kind(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _apply_file(values: dict[str, Any], data: Mapping[str, Any], check: _Validator, base: Path) -> None:
+# --- the keys ---------------------------------------------------------------------------------------
+
+
+class _Key(NamedTuple):
+    """One setting, declared once: its name in config.yaml (`watch.debounceMs` is `debounceMs` under
+    `watch:`), the Config or WatchSettings field it fills, its check (which returns the value to keep, or
+    None to keep the one from the layer below), its default, and the flag that overrides it, if any."""
+
+    name: str
+    field: str
+    check: Callable[[_Validator, str, object], object]
+    default: object
+    flag: str | None = None
+    #: the flag's values are added to those of the layers below instead of replacing them
+    adds: bool = False
+
+
+def _vault_root(check: _Validator, key: str, value: object) -> object:
+    text = check.string(key, value).strip()
+    if not text:
+        return None
+    path = Path(os.path.expanduser(text))
+    return path if path.is_absolute() else ("project", path)  # relative to the project root, found later
+
+
+def _timezone(check: _Validator, key: str, value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        # YAML 1.1 reads an unquoted offset such as +10:00 as a base-60 number (600).
+        value = f"{'-' if value < 0 else '+'}{abs(value) // 60:02d}:{abs(value) % 60:02d}"
+    text = check.string(key, value)
+    parse_timezone(text, key, check.source)
+    return text
+
+
+def _folders(check: _Validator, key: str, value: object) -> tuple[str, ...]:
+    return tuple(str(check.base / os.path.expanduser(d)) for d in check.strings(key, value))
+
+
+def _url(check: _Validator, key: str, value: object) -> str | None:
+    return check.string(key, value).strip().rstrip("/") or None
+
+
+def _text(check: _Validator, key: str, value: object) -> str | None:
+    return check.string(key, value).strip() or None
+
+
+KEYS: tuple[_Key, ...] = (
+    _Key("vaultRoot", "vault_root", _vault_root, None),
+    _Key("extensions", "extensions", _Validator.extensions, (".md",)),
+    _Key("maxLinkDepth", "max_link_depth", lambda c, k, v: c.integer(k, v, 0), 1),
+    _Key("maxSearchResults", "max_search_results", lambda c, k, v: c.integer(k, v, 1), 20),
+    _Key("indexHiddenDirs", "index_hidden_dirs", _Validator.boolean, False),
+    _Key("excludeDirs", "exclude_dirs", _Validator.strings, ("archive",)),
+    _Key("timezone", "timezone_name", _timezone, None),
+    _Key("bundleName", "bundle_name", _Validator.string, ""),
+    _Key("bundleVersion", "bundle_version", _Validator.string, ""),
+    _Key("git.autoCommit", "git_auto_commit", _Validator.boolean, False),
+    _Key("watch.dirs", "dirs", _folders, (), flag="DIR"),
+    _Key("watch.ignore", "ignore", lambda c, k, v: c.regexes(k, c.strings(k, v)), (), flag="--ignore", adds=True),
+    _Key("watch.allowBinary", "allow_binary", _Validator.boolean, False, flag="--allow-binary"),
+    _Key("watch.url", "url", _url, None, flag="--url"),
+    _Key("watch.secret", "secret", _text, None, flag="--secret"),
+    _Key("watch.project", "project", _text, None, flag="--project"),
+    _Key("watch.sessionId", "session_id", _text, None, flag="--session-id"),
+    _Key("watch.debounceMs", "debounce_ms", lambda c, k, v: c.integer(k, v, 0), 500, flag="--debounce-ms"),
+    _Key("watch.sinks", "sinks", _Validator.sinks, (), flag="--sink"),
+)
+_KEYS = {key.name: key for key in KEYS}
+#: The keys of config.yaml's top level, and of its sections (git:, watch:).
+_TOP_NAMES = {key.name.split(".")[0] for key in KEYS}
+_SECTIONS: dict[str, set[str]] = {}
+for _key in KEYS:
+    if "." in _key.name:
+        _section, _, _name = _key.name.partition(".")
+        _SECTIONS.setdefault(_section, set()).add(_name)
+
+
+def _set(values: dict[str, object], check: _Validator, name: str, raw: object) -> None:
+    key = _KEYS.get(name)
+    if key is None:
+        return  # an unknown key: warned about, ignored
+    value = key.check(check, name, raw)
+    if value is not None:
+        values[name] = value
+
+
+def _apply_file(values: dict[str, object], data: Mapping[str, object], check: _Validator) -> None:
     """Validate one file's keys and lay them over `values` key by key."""
-    check.unknown(data.keys(), _TOP_KEYS)
+    check.unknown(data.keys(), _TOP_NAMES)
     for key, raw in data.items():
-        if key == "vaultRoot":
-            text = check.string(key, raw).strip()
-            if text:
-                path = Path(os.path.expanduser(text))
-                values["vaultRoot"] = path if path.is_absolute() else ("project", path)
-        elif key == "extensions":
-            values[key] = check.extensions(key, raw)
-        elif key == "maxLinkDepth":
-            values[key] = check.integer(key, raw, 0)
-        elif key == "maxSearchResults":
-            values[key] = check.integer(key, raw, 1)
-        elif key == "indexHiddenDirs":
-            values[key] = check.boolean(key, raw)
-        elif key == "excludeDirs":
-            values[key] = check.strings(key, raw)
-        elif key == "timezone":
-            text = check.string(key, raw)
-            parse_timezone(text, key, check.source)
-            values[key] = text
-        elif key in ("bundleName", "bundleVersion"):
-            values[key] = check.string(key, raw)
-        elif key == "git":
-            if not isinstance(raw, dict):
-                raise check.fail(key, f"expected a mapping, got {_kind(raw)}")
-            check.unknown(raw.keys(), _GIT_KEYS, "git.")
-            if "autoCommit" in raw:
-                values["git.autoCommit"] = check.boolean("git.autoCommit", raw["autoCommit"])
-        elif key == "watch":
-            if not isinstance(raw, dict):
-                raise check.fail(key, f"expected a mapping, got {_kind(raw)}")
-            _apply_watch(values, raw, check, base)
-
-
-def _apply_watch(values: dict[str, Any], raw: Mapping[str, Any], check: _Validator, base: Path) -> None:
-    check.unknown(raw.keys(), _WATCH_KEYS, "watch.")
-    for key, value in raw.items():
-        name = f"watch.{key}"
-        if key == "dirs":
-            dirs = check.strings(name, value)
-            values[name] = tuple(str(base / os.path.expanduser(d)) for d in dirs)
-        elif key == "ignore":
-            values[name] = check.regexes(name, check.strings(name, value))
-        elif key == "allowBinary":
-            values[name] = check.boolean(name, value)
-        elif key in ("url", "secret", "project", "sessionId"):
-            text = check.string(name, value).strip()
-            if key == "url":
-                text = text.rstrip("/")
-            if text:
-                values[name] = text
-        elif key == "debounceMs":
-            values[name] = check.integer(name, value, 0)
-        elif key == "sinks":
-            values[name] = check.sinks(name, value)
+        if key not in _SECTIONS:
+            _set(values, check, key, raw)
+            continue
+        if not isinstance(raw, dict):
+            raise check.fail(key, f"expected a mapping, got {_kind(raw)}")
+        check.unknown(raw.keys(), _SECTIONS[key], f"{key}.")
+        for sub, value in raw.items():
+            _set(values, check, f"{key}.{sub}", value)
 
 
 def _env_text(env: Mapping[str, str], name: str) -> str | None:
@@ -321,15 +373,15 @@ def _comma_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def _apply_env(values: dict[str, Any], env: Mapping[str, str], warnings: list[str], cwd: Path) -> None:
-    check = _Validator("the environment", warnings)
+def _apply_env(values: dict[str, object], env: Mapping[str, str], warnings: list[str], cwd: Path) -> None:
+    check = _Validator("the environment", warnings, cwd)
     if (vault := _env_text(env, "AMEM_VAULT")) is not None:
         values["vaultRoot"] = cwd / os.path.expanduser(vault)
     if (tz := _env_text(env, "AMEM_TZ")) is not None:
         parse_timezone(tz, "AMEM_TZ", "the environment")
         values["timezone"] = tz
     if (dirs := _env_text(env, "AGENTMEMORY_FS_WATCH_DIRS")) is not None:
-        values["watch.dirs"] = tuple(str(cwd / os.path.expanduser(d)) for d in _comma_list(dirs))
+        values["watch.dirs"] = _folders(check, "AGENTMEMORY_FS_WATCH_DIRS", list(_comma_list(dirs)))
     if (ignore := _env_text(env, "AGENTMEMORY_FS_WATCH_IGNORE")) is not None:
         values["watch.ignore"] = check.regexes("AGENTMEMORY_FS_WATCH_IGNORE", _comma_list(ignore))
     if (binary := _env_text(env, "AGENTMEMORY_FS_WATCH_ALLOW_BINARY")) is not None:
@@ -345,76 +397,84 @@ def _apply_env(values: dict[str, Any], env: Mapping[str, str], warnings: list[st
         values["watch.sessionId"] = session
 
 
+def _apply_flags(values: dict[str, object], flags: Mapping[str, object], check: _Validator) -> None:
+    """Lay the command's flags (by key name; None or () for a flag not given) over everything else."""
+    for name, raw in flags.items():
+        if raw is None or raw == ():
+            continue
+        key = _KEYS[name]
+        value = key.check(check, name, list(raw) if isinstance(raw, tuple) else raw)
+        if value is None:
+            continue
+        if key.adds and isinstance(value, tuple):
+            value = tuple(dict.fromkeys((*_as_tuple(values.get(name, ())), *value)))
+        values[name] = value
+
+
+def _as_tuple(value: object) -> tuple[object, ...]:
+    return value if isinstance(value, tuple) else ()
+
+
 def load_config(
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     config_file: str | os.PathLike[str] | None = None,
     vault: str | os.PathLike[str] | None = None,
+    flags: Mapping[str, object] | None = None,
 ) -> Config:
     """Build the Config every command uses.
 
-    `config_file` and `vault` are the global flags; they win over `AMEM_CONFIG` and `AMEM_VAULT`.
+    `config_file` and `vault` are the global flags; they win over `AMEM_CONFIG` and `AMEM_VAULT`. `flags`
+    are a command's own, by key name (`{"watch.url": "http://h:1"}`), checked like the rest and winning
+    over everything; a bad one is a usage error naming the flag.
     """
     env = os.environ if env is None else env
     cwd = Path(os.path.abspath(cwd or os.getcwd()))
     project_root = find_project_root(cwd)
     warnings: list[str] = []
-    values: dict[str, Any] = {}
-
-    named = config_file if config_file is not None else _env_text(env, "AMEM_CONFIG")
-    if named is not None:
-        path = cwd / os.path.expanduser(os.fspath(named))
-        if not path.is_file():
-            source = "--config" if config_file is not None else "AMEM_CONFIG"
-            raise ConfigError(f"config file {path} (from {source}) does not exist", file=str(path))
-        files = [path]
-    else:
-        files = [
-            p for p in (config_home() / "amem" / "config.yaml", project_root / ".amem" / "config.yaml") if p.is_file()
-        ]
+    values: dict[str, object] = {}
+    files = _config_files(config_file, env, cwd, project_root)
     for path in files:
-        _apply_file(values, _read_yaml(path), _Validator(str(path), warnings), path.parent)
-
+        _apply_file(values, _read_yaml(path), _Validator(str(path), warnings, path.parent))
     _apply_env(values, env, warnings, cwd)
+    _apply_flags(values, flags or {}, _FlagValidator("the command line", warnings, cwd))
 
+    configured = values.pop("vaultRoot", None)
     if vault is not None:
         vault_root = cwd / os.path.expanduser(os.fspath(vault))
+    elif isinstance(configured, tuple):
+        vault_root = project_root / configured[1]
+    elif isinstance(configured, Path):
+        vault_root = configured
     else:
-        configured = values.get("vaultRoot")
-        if isinstance(configured, tuple):
-            vault_root = project_root / configured[1]
-        elif configured is not None:
-            vault_root = configured
-        else:
-            vault_root = project_root / ".amem" / "memory"
+        vault_root = project_root / ".amem" / "memory"
 
-    watch = WatchSettings(
-        dirs=values.get("watch.dirs", ()),
-        ignore=values.get("watch.ignore", ()),
-        allow_binary=values.get("watch.allowBinary", False),
-        url=values.get("watch.url"),
-        secret=values.get("watch.secret"),
-        project=values.get("watch.project"),
-        session_id=values.get("watch.sessionId"),
-        debounce_ms=values.get("watch.debounceMs", 500),
-        sinks=values.get("watch.sinks", ()),
-    )
+    settings = {key.field: values.get(key.name, key.default) for key in KEYS if key.name != "vaultRoot"}
+    watch = {key.field: settings.pop(key.field) for key in KEYS if key.name.startswith("watch.")}
     return Config(
         cwd=cwd,
         project_root=project_root,
         vault_root=Path(os.path.normpath(vault_root)),
-        config_files=tuple(files),
-        extensions=values.get("extensions", (".md",)),
-        max_link_depth=values.get("maxLinkDepth", 1),
-        max_search_results=values.get("maxSearchResults", 20),
-        index_hidden_dirs=values.get("indexHiddenDirs", False),
-        exclude_dirs=values.get("excludeDirs", ("archive",)),
-        timezone_name=values.get("timezone"),
-        bundle_name=values.get("bundleName", ""),
-        bundle_version=values.get("bundleVersion", ""),
-        git_auto_commit=values.get("git.autoCommit", False),
-        watch=watch,
+        config_files=files,
+        watch=WatchSettings(**watch),  # type: ignore[arg-type]
         profile=_env_text(env, "AMEM_PROFILE"),
         warnings=tuple(warnings),
+        **settings,  # type: ignore[arg-type]
     )
+
+
+def _config_files(
+    config_file: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: Path, project_root: Path
+) -> tuple[Path, ...]:
+    """The one file --config or AMEM_CONFIG names, else those of the user and the project that exist."""
+    named = config_file if config_file is not None else _env_text(env, "AMEM_CONFIG")
+    if named is None:
+        candidates = (config_home() / "amem" / "config.yaml", project_root / ".amem" / "config.yaml")
+        return tuple(p for p in candidates if p.is_file())
+    path = cwd / os.path.expanduser(os.fspath(named))
+    if not path.is_file():
+        source = "--config" if config_file is not None else "AMEM_CONFIG"
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise ConfigError(f"config file {path} (from {source}) {what}", file=str(path))
+    return (path,)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-try:
-    from _sha1 import sha1 as _sha1  # type: ignore[import-not-found]
-except ImportError:  # an interpreter without the builtin module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
     from hashlib import sha1 as _sha1
+else:
+    try:
+        from _sha1 import sha1 as _sha1
+    except ImportError:  # an interpreter without the builtin module
+        from hashlib import sha1 as _sha1
 
 
 def sha1_hex(data: bytes) -> str:

@@ -70,6 +70,21 @@ class WatchError(AmemError):
     exit_code = 9
 
 
+class IoError(AmemError):
+    """The file system refused: permission denied, a read-only file system, a full disk, or the output
+    could not be written."""
+
+    code = "io"
+    exit_code = 10
+
+
+class Interrupted(AmemError):
+    """Ctrl-C (SIGINT) ended the command."""
+
+    code = "interrupted"
+    exit_code = 130
+
+
 #: code → (exit status, meaning); the README and the man page print this table and a test checks it.
 EXIT_CODES: dict[str, tuple[int, str]] = {
     "ok": (0, "success"),
@@ -82,4 +97,9 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     ConfigError.code: (ConfigError.exit_code, "configuration error: bad key, value or YAML"),
     InfoMismatch.code: (InfoMismatch.exit_code, "amem info: an expectation did not match"),
     WatchError.code: (WatchError.exit_code, "amem watch: none of the roots could be watched"),
+    IoError.code: (
+        IoError.exit_code,
+        "io: permission denied, read-only file system, disk full, or output not writable",
+    ),
+    Interrupted.code: (Interrupted.exit_code, "interrupted: Ctrl-C ended the command"),
 }

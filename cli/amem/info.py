@@ -15,7 +15,7 @@ from typing import Any
 
 from . import __version__
 from .config import Config
-from .vault.paths import is_inside
+from .vault.paths import is_inside, vault_problem
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,8 @@ def fingerprint(identity: dict[str, Any]) -> str:
 
 
 def build_info(config: Config, expected: Expectations, *, package_root: Path | None = None) -> dict[str, Any]:
-    """The envelope of SPEC §7. `package_root` stands in for the running package's folder in tests."""
+    """The envelope `amem info` prints: identity (which amem, config, vault, profile), the checks against
+    `expected`, and the preflight. `package_root` stands in for the running package's folder in tests."""
     root = package_root if package_root is not None else module_root()
     cwd = str(config.cwd)
     vault = str(config.vault_root)
@@ -66,6 +67,8 @@ def build_info(config: Config, expected: Expectations, *, package_root: Path | N
 
     mismatches: list[dict[str, Any]] = []
     warnings: list[str] = list(config.warnings)
+    if (problem := vault_problem(config)) is not None:
+        warnings.append(problem)
     reasons: list[str] = []
 
     def same_place(option: str, field: str, given: str | None, actual: str) -> None:

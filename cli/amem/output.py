@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from contextlib import suppress
 from typing import Any, TextIO
+
+from .errors import IoError
 
 
 def quote(text: str) -> str:
@@ -19,15 +23,53 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
+def silence_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush of what could not be
+    written does not complain about it on stderr."""
+    with suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def emit(data: Any, stream: TextIO | None = None) -> None:
-    """Print one JSON document: indented on a terminal, one line otherwise."""
+    """Print one JSON document: indented on a terminal, one line otherwise. When stdout is closed or
+    refuses the text (a full disk), an `io` error; a reader that went away (EPIPE) propagates as is."""
     out = stream or sys.stdout
+    if out is None:
+        raise IoError("cannot print the result: stdout is closed")
     if _is_tty(out):
         text = json.dumps(data, ensure_ascii=False, indent=2)
     else:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    out.write(text + "\n")
-    out.flush()
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        silence_stdout()
+        raise IoError(f"cannot print the result: {exc.strerror or type(exc).__name__}") from None
+    except ValueError:  # the stream was closed
+        raise IoError("cannot print the result: stdout is closed") from None
+
+
+def emit_written(data: dict[str, Any]) -> None:
+    """emit() for a command that changed a note (`id` and `version` in `data`): when the result cannot
+    be printed, the error says the note was written and carries `written: {id, version}`, so that a
+    caller that retries can tell and does not write twice."""
+    try:
+        emit(data)
+    except (IoError, BrokenPipeError) as exc:
+        silence_stdout()
+        if isinstance(exc, IoError):
+            reason = exc.message.removeprefix("cannot print the result: ")
+        else:
+            reason = "the reader of stdout went away"
+        raise IoError(
+            f"wrote note {quote(data['id'])} (version {data['version']}), but could not print the result: {reason}",
+            written={"id": data["id"], "version": data["version"]},
+        ) from None
 
 
 def emit_line(data: Any, stream: TextIO | None = None) -> None:

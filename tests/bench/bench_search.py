@@ -75,7 +75,7 @@ def bench(n: int, runs: int, work: Path) -> dict[str, float]:
     print(f"{'query':14} {'amem warm':>10} {'rg -i -l':>10} {'ratio':>6} {'1 changed':>10} {'ratio':>6}")
     changed_note = next(vault.rglob("note-000001.md"))
     original = changed_note.read_text(encoding="utf-8")
-    totals = {"amem": [], "rg": [], "changed": []}
+    totals: dict[str, list[float]] = {"amem": [], "rg": [], "changed": []}
     for query in QUERIES:
         warm, grep, changed = [], [], []
         timed([AMEM, "search", query], env)  # make sure the index is current

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from amem.config import load_config
-from amem.watcher.service import Watcher, resolve_options
+from amem.watcher.service import Watcher, WatchOptions
 
 from .agentmemory_standin import StandInServer
 
@@ -26,18 +25,9 @@ WAIT = 10.0
 
 
 @pytest.fixture(autouse=True)
-def watcher_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Own HOME and XDG folders even when this folder runs alone, and no AGENTMEMORY_* from the host."""
-    home = tmp_path / "home"
-    for sub in (".config", ".cache", ".local/state"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    for name in list(os.environ):
-        if name.startswith(("AMEM_", "AGENTMEMORY_")):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local/state"))
+def watcher_env(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vault of each test's own; tests/conftest.py's isolated_env already gives HOME, XDG folders and a
+    clean AMEM_*/AGENTMEMORY_* environment."""
     monkeypatch.setenv("AMEM_VAULT", str(tmp_path / "vault"))
 
 
@@ -110,22 +100,45 @@ class RunningWatcher:
         return wait_until(found, message=f"{kind} of {rel}")  # type: ignore[no-any-return]
 
 
+#: `amem watch`'s flags by parameter name, and the config keys they override.
+FLAG_KEYS = {
+    "sinks": "watch.sinks",
+    "url": "watch.url",
+    "secret": "watch.secret",
+    "project": "watch.project",
+    "session_id": "watch.sessionId",
+    "ignore": "watch.ignore",
+    "allow_binary": "watch.allowBinary",
+    "debounce_ms": "watch.debounceMs",
+}
+
+
+def watch_options(
+    dirs: Sequence[str] = (), *, cwd: str | None = None, no_gitignore: bool = False, **flags: object
+) -> WatchOptions:
+    """The options `amem watch DIR… --flag …` runs with, flags by parameter name (url=, debounce_ms=)."""
+    config = load_config(
+        cwd=Path(cwd) if cwd else None,
+        flags={"watch.dirs": tuple(dirs), **{FLAG_KEYS[name]: value for name, value in flags.items()}},
+    )
+    return WatchOptions.from_config(config, use_gitignore=not no_gitignore)
+
+
 @pytest.fixture
 def make_watcher() -> Iterator[Callable[..., RunningWatcher]]:
     """make_watcher(roots, sinks=("stdout",), start=True, **flags or WatchOptions fields)."""
     running: list[RunningWatcher] = []
-    flag_names = {"url", "secret", "project", "session_id", "ignore", "allow_binary", "debounce_ms", "no_gitignore"}
 
     def make(
         roots: Any, sinks: tuple[str, ...] = ("stdout",), *, start: bool = True, cwd: str | None = None, **kwargs: Any
     ) -> RunningWatcher:
         roots = [str(r) for r in (roots if isinstance(roots, list | tuple) else [roots])]
-        flags = {k: v for k, v in kwargs.items() if k in flag_names}
-        extra = {"retry_initial": 0.05, "retry_max": 0.2, "drain_timeout": 2.0}
-        extra.update({k: v for k, v in kwargs.items() if k not in flag_names})
+        flags = {k: v for k, v in kwargs.items() if k in FLAG_KEYS or k == "no_gitignore"}
+        extra: dict[str, Any] = {"retry_initial": 0.05, "retry_max": 0.2, "drain_timeout": 2.0}
+        extra.update({k: v for k, v in kwargs.items() if k not in flags})
         flags.setdefault("debounce_ms", DEBOUNCE_MS)
         config = load_config(cwd=Path(cwd) if cwd else None)
-        options = resolve_options(config, dirs=roots, sinks=sinks, **flags)
+        options = watch_options(roots, sinks=sinks, cwd=cwd, **flags)
         options = dataclasses.replace(options, **extra)
         logs: list[str] = []
         warnings: list[str] = []

@@ -19,11 +19,10 @@ from click.testing import CliRunner
 from amem.cli import cli
 from amem.config import load_config, state_home
 from amem.errors import UsageError
-from amem.watcher.service import resolve_options
 
 from ..conftest import write_file
 from .agentmemory_standin import StandInServer
-from .conftest import wait_until
+from .conftest import wait_until, watch_options
 from .test_watch_server import free_port, spooled
 
 
@@ -32,7 +31,8 @@ def invoke(*args: str) -> Any:
 
 
 def error_of(stderr: str) -> dict[str, Any]:
-    return json.loads([line for line in stderr.splitlines() if line.startswith("{")][-1])["error"]
+    error: dict[str, Any] = json.loads([line for line in stderr.splitlines() if line.startswith("{")][-1])["error"]
+    return error
 
 
 # --- precedence: flags > environment > config files > defaults ---------------------------------------
@@ -43,11 +43,10 @@ def test_environment_lists_are_trimmed_and_cli_roots_replace_them(
 ) -> None:
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_DIRS", f" {tmp_path}/a , {tmp_path}/b ,, ")
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_IGNORE", r" foo$ , ^bar/ ")
-    config = load_config()
-    options = resolve_options(config)
+    options = watch_options()
     assert options.roots == (f"{tmp_path}/a", f"{tmp_path}/b")
     assert options.ignore == ("foo$", "^bar/")
-    from_args = resolve_options(config, dirs=[str(tmp_path / "c")])
+    from_args = watch_options([str(tmp_path / "c")])
     assert from_args.roots == (str(tmp_path / "c"),)
 
 
@@ -55,7 +54,7 @@ def test_env_regexes_are_used_as_regexes(monkeypatch: pytest.MonkeyPatch, tmp_pa
     from amem.watcher.rules import IgnoreRules
 
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_IGNORE", r"foo$,^bar/")
-    options = resolve_options(load_config(), dirs=[str(tmp_path)])
+    options = watch_options([str(tmp_path)])
     rules = IgnoreRules(str(tmp_path), patterns=options.ignore)
     assert rules.is_path_ignored("x/foo") and not rules.is_path_ignored("x/foo.md")
     assert rules.is_path_ignored("bar/x.md") and not rules.is_path_ignored("x/bar/y.md")
@@ -64,26 +63,26 @@ def test_env_regexes_are_used_as_regexes(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_project_name_beats_project_and_blank_is_unset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AGENTMEMORY_PROJECT", "old-alias")
     monkeypatch.setenv("AGENTMEMORY_PROJECT_NAME", "  canonical  ")
-    assert resolve_options(load_config(), dirs=[str(tmp_path)]).project == "canonical"
+    assert watch_options([str(tmp_path)]).project == "canonical"
     monkeypatch.setenv("AGENTMEMORY_PROJECT_NAME", "   ")
-    assert resolve_options(load_config(), dirs=[str(tmp_path)]).project == "old-alias"
+    assert watch_options([str(tmp_path)]).project == "old-alias"
     monkeypatch.setenv("AGENTMEMORY_PROJECT", "")
     monkeypatch.setenv("AGENTMEMORY_URL", "  ")
     monkeypatch.setenv("AGENTMEMORY_SESSION_ID", " ")
-    options = resolve_options(load_config(), dirs=[str(tmp_path)])
+    options = watch_options([str(tmp_path)])
     assert options.project is None and options.session_id is None
     assert options.sinks == ("vault",) and options.url == "http://localhost:3111"
 
 
 def test_default_sink_follows_the_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dirs = [str(tmp_path)]
-    assert resolve_options(load_config(), dirs=dirs).sinks == ("vault",)
-    assert resolve_options(load_config(), dirs=dirs, url="http://h:1/").sinks == ("server",)
-    assert resolve_options(load_config(), dirs=dirs, url="http://h:1/").url == "http://h:1"
+    assert watch_options(dirs).sinks == ("vault",)
+    assert watch_options(dirs, url="http://h:1/").sinks == ("server",)
+    assert watch_options(dirs, url="http://h:1/").url == "http://h:1"
     monkeypatch.setenv("AGENTMEMORY_URL", "http://env:3111/")
-    options = resolve_options(load_config(), dirs=dirs)
+    options = watch_options(dirs)
     assert options.sinks == ("server",) and options.url == "http://env:3111"
-    assert resolve_options(load_config(), dirs=dirs, sinks=["stdout", "vault", "stdout"]).sinks == ("stdout", "vault")
+    assert watch_options(dirs, sinks=["stdout", "vault", "stdout"]).sinks == ("stdout", "vault")
 
 
 def test_config_file_watch_keys_and_flags_over_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -97,17 +96,15 @@ def test_config_file_watch_keys_and_flags_over_them(monkeypatch: pytest.MonkeyPa
     )
     monkeypatch.setenv("AMEM_CONFIG", str(config_file))
     monkeypatch.setenv("AGENTMEMORY_SECRET", "env-secret")
-    config = load_config()
-    options = resolve_options(config)
+    options = watch_options()
     assert options.roots == (str(tmp_path / "src"),)  # relative to the config file
     assert options.ignore == (r"\.tmp$",)
     assert options.allow_binary is True and options.debounce_ms == 900
     assert options.url == "http://cfg:1" and options.secret == "env-secret"
     assert options.project == "cfg-project" and options.session_id == "cfg-session"
     assert options.sinks == ("stdout",)
-    flagged = resolve_options(
-        config,
-        dirs=["d"],
+    flagged = watch_options(
+        ["d"],
         url="http://flag:2",
         secret="flag-secret",
         project="flag-p",
@@ -127,17 +124,17 @@ def test_config_file_watch_keys_and_flags_over_them(monkeypatch: pytest.MonkeyPa
 
 def test_allow_binary_from_the_environment_and_the_flags(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dirs = [str(tmp_path)]
-    assert resolve_options(load_config(), dirs=dirs).allow_binary is False
+    assert watch_options(dirs).allow_binary is False
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "1")
-    assert resolve_options(load_config(), dirs=dirs).allow_binary is True
-    assert resolve_options(load_config(), dirs=dirs, allow_binary=False).allow_binary is False
+    assert watch_options(dirs).allow_binary is True
+    assert watch_options(dirs, allow_binary=False).allow_binary is False
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "0")
-    assert resolve_options(load_config(), dirs=dirs).allow_binary is False
+    assert watch_options(dirs).allow_binary is False
 
 
 def test_amem_own_folders_are_always_excluded(tmp_path: Path) -> None:
     config = load_config()
-    options = resolve_options(config, dirs=[str(tmp_path)])
+    options = watch_options([str(tmp_path)])
     assert str(config.vault_root) in options.excluded
     assert str(state_home() / "amem") in options.excluded
 
@@ -148,8 +145,9 @@ def test_amem_own_folders_are_always_excluded(tmp_path: Path) -> None:
 def test_no_roots_is_a_usage_error() -> None:
     result = invoke()
     assert result.exit_code == UsageError.exit_code == 2
-    assert "Usage: " in result.stderr and "[DIR]..." in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("{")  # one JSON object, no banner
     error = error_of(result.stderr)
+    assert "usage: " in error["message"] and "[DIR]..." in error["message"]
     assert error["code"] == "usage" and "AGENTMEMORY_FS_WATCH_DIRS" in error["message"]
     assert result.stdout == ""
 

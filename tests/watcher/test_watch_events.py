@@ -64,7 +64,7 @@ def test_rapid_writes_are_debounced(make_watcher: Make, tree: Path) -> None:
     w.wait_for("burst.md")
     settle(lambda: True, quiet=0.8)
     hits = w.files()
-    assert 1 <= len(hits) <= 2  # the source's assertion: four rapid writes, at most two observations
+    assert 1 <= len(hits) <= 2  # four rapid writes, at most two observations
     assert w.observations[-1]["data"]["content"].endswith("version 3\n")
 
 

@@ -24,3 +24,10 @@ print(",".join(loaded))
 def test_help_and_the_command_module_do_not_import_the_watcher() -> None:
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "", f"loaded at start-up: {done.stdout.strip()}"
+
+
+def test_the_sink_names_config_checks_are_the_registry() -> None:
+    from amem.config import SINK_NAMES
+    from amem.watcher import sinks
+
+    assert sinks.SINK_NAMES == tuple(sinks.SINKS) == SINK_NAMES

@@ -1,4 +1,4 @@
-"""Observation building: the source's shape, previews, hashes, session ids and project names."""
+"""Observation building: agentmemory's observation shape, previews, hashes, session ids and project names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Redaction rules: the source connector's test list, then the gaps it left (SPEC §8 "beyond")."""
+"""Redaction rules: agentmemory-fs-watcher's cases, then the secret shapes it let through (see the README's
+comparison)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ LONG_JWT = (
 )
 
 
-# --- the source's cases -----------------------------------------------------------------------------
+# --- agentmemory-fs-watcher's cases -----------------------------------------------------------------
 
 
 def test_env_file_redacts_sensitive_keys_and_keeps_public_ones() -> None:
@@ -127,7 +128,7 @@ def test_short_or_two_part_base64_words_stay() -> None:
     assert redact(text) == text
 
 
-# --- beyond the source ------------------------------------------------------------------------------
+# --- shapes agentmemory-fs-watcher let through -------------------------------------------------------
 
 
 def test_sensitive_keys_inside_inline_json() -> None:
@@ -206,7 +207,7 @@ KEYS = st.sampled_from(
         "x_api_key",
     ]
 )
-FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+FILLER = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=60)
 
 
 def placements(secret: str, key: str) -> list[str]:

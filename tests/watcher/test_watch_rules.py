@@ -1,4 +1,4 @@
-"""Ignore rules: the source's defaults, user regexes, .gitignore files, and amem's own folders."""
+"""Ignore rules: the defaults, user regexes, .gitignore files, and amem's own folders."""
 
 from __future__ import annotations
 

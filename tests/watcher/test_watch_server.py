@@ -197,8 +197,12 @@ def test_the_session_cap_moves_to_a_new_session(make_watcher: Make, tree: Path) 
         for i in range(5):
             write_file(tree / f"s{i}.md", f"s{i}")
             w.wait_for(f"s{i}.md")
-            wait_until(lambda n=i: len(server.stored()) == n + 1, message=f"observation {i} stored")
-        sessions = {}
+
+            def all_stored(n: int = i) -> bool:
+                return len(server.stored()) == n + 1
+
+            wait_until(all_stored, message=f"observation {i} stored")
+        sessions: dict[str, list[str]] = {}
         for stored in server.stored():
             sessions.setdefault(stored["sessionId"], []).append(stored["data"]["files"][0])
         assert [len(files) for files in sessions.values()] == [3, 2]

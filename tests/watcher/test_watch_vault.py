@@ -80,3 +80,27 @@ def test_the_daily_note_follows_the_configured_time_zone() -> None:
 
     assert daily_note_id("2026-09-10T20:30:00.000Z", timezone(timedelta(hours=8))) == "observations/2026-09-11.md"
     assert daily_note_id("2026-09-10T20:30:00.000Z", UTC) == "observations/2026-09-10.md"
+
+
+@pytest.mark.parametrize("leads_out", ["note", "folder"])
+def test_the_vault_sink_never_reads_or_writes_through_a_link_leading_out(
+    make_watcher: Make, tree: Path, tmp_path: Path, leads_out: str
+) -> None:
+    vault = Path(load_config().vault_root)
+    outside = write_file(tmp_path / "outside" / "secret.md", "zqxsecret outside the vault\n")
+    today = datetime.now().astimezone().date().isoformat()
+    if leads_out == "note":
+        (vault / "observations").mkdir(parents=True)
+        (vault / "observations" / f"{today}.md").symlink_to(outside)
+    else:
+        vault.mkdir(parents=True)
+        (vault / "observations").symlink_to(outside.parent)
+    w = make_watcher(tree, ("vault",))
+    write_file(tree / "src" / "a.py", "print(1)\n")
+    w.wait_for("src/a.py")
+    summary = w.stop()
+    assert summary.sinks["vault"]["delivered"] == 0 and summary.sinks["vault"]["failed"] >= 1
+    assert outside.read_text() == "zqxsecret outside the vault\n"
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["secret.md"]
+    result = CliRunner().invoke(cli, ["search", "zqxsecret"], catch_exceptions=False)
+    assert "zqxsecret" not in result.stdout

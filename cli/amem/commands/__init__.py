@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import inspect
+from typing import TYPE_CHECKING
+
+import click
 
 if TYPE_CHECKING:
-    import click
+    from click.shell_completion import CompletionItem
 
 
-def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+class Command(click.Command):
+    """A subcommand whose epilog holds its examples, one command line each, shown after the options as an
+    `Examples:` section (and in the man page and the README's reference, which are generated from it)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if self.epilog:
+            with formatter.section("Examples"):
+                formatter.write_text("\b\n" + inspect.cleandoc(self.epilog))
+
+
+def examples(command: click.Command) -> list[str]:
+    """The example command lines of `command`, as its help shows them."""
+    return inspect.cleandoc(command.epilog).splitlines() if command.epilog else []
+
+
+def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """`shell_complete` for ID arguments. The completion machinery loads only when a shell asks, so
     that running a command never pays for it."""
     from ..completion import complete_note_id as complete

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..output import emit
-from . import complete_note_id
+from . import Command, complete_note_id
 
 
-@click.command("history")
+@click.command(
+    "history",
+    cls=Command,
+    epilog="""
+    amem history notes/auth
+    amem history notes/auth --limit 5 | jq -r '.commits[] | "\\(.hash[:7]) \\(.message)"'
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N commits.")
-@click.pass_obj
-def command(app: object, note_id: str, limit: int | None) -> None:
+@pass_app
+def command(app: AppContext, note_id: str, limit: int | None) -> None:
     """List the commits that changed note ID: {id, commits: [{hash, date, message, author}]}.
 
     Uses the git repository holding the vault (the vault's own, or a project's that contains it).
@@ -21,5 +29,5 @@ def command(app: object, note_id: str, limit: int | None) -> None:
     from ..vault.git import note_history
     from ..vault.paths import resolve_note
 
-    config = app.config  # type: ignore[attr-defined]
+    config = app.config
     emit(note_history(config, resolve_note(config, note_id), limit))

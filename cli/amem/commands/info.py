@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..errors import InfoMismatch
 from ..output import emit
+from . import Command
 
 
-@click.command("info")
+@click.command(
+    "info",
+    cls=Command,
+    epilog="""
+    amem info
+    amem info --expect-cwd "$PWD" --expect-vault "$PWD/.amem/memory" | jq .preflight
+    AMEM_PROFILE=ci amem info --expect-profile ci
+    """,
+)
 @click.option("--expect-cwd", metavar="P", help="Absolute path the working directory must be.")
 @click.option("--expect-vault", metavar="P", help="Absolute path the vault must be.")
 @click.option("--expect-module-root", metavar="P", help="Folder the running amem package must lie in.")
 @click.option("--expect-profile", metavar="NAME", help="Profile (AMEM_PROFILE) that must be in effect.")
-@click.pass_obj
+@pass_app
 def command(
-    app: object,
+    app: AppContext,
     expect_cwd: str | None,
     expect_vault: str | None,
     expect_module_root: str | None,
@@ -30,7 +40,7 @@ def command(
     from ..info import Expectations, build_info
 
     envelope = build_info(
-        app.config,  # type: ignore[attr-defined]
+        app.config,
         Expectations(cwd=expect_cwd, vault=expect_vault, module_root=expect_module_root, profile=expect_profile),
     )
     emit(envelope)

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import click
 
-from ..output import emit
-from . import complete_note_id
+from ..cli import AppContext, pass_app
+from ..output import emit_written
+from . import Command, complete_note_id
 
 
-@click.command("move")
+@click.command(
+    "move",
+    cls=Command,
+    epilog="""
+    amem move notes/auth projects/auth/tokens
+    amem move "Internal links" help/Links --commit | jq '.rewritten'
+    amem move notes/auth notes/2026/auth --base-version "$version"
+    """,
+)
 @click.argument("old_id", metavar="OLD", shell_complete=complete_note_id)
 @click.argument("new_id", metavar="NEW", shell_complete=complete_note_id)
 @click.option("--base-version", metavar="V", help="Move only if OLD's current version is V; else nothing changes.")
 @click.option(
     "--commit", is_flag=True, help="Commit the rename and every rewritten note as one commit (also: git.autoCommit)."
 )
-@click.pass_obj
-def command(app: object, old_id: str, new_id: str, base_version: str | None, commit: bool) -> None:
+@pass_app
+def command(app: AppContext, old_id: str, new_id: str, base_version: str | None, commit: bool) -> None:
     """Rename note OLD to NEW (which must not exist; its folder is created) and rewrite every link in the
     vault that resolved to OLD so that it resolves to NEW.
 
@@ -26,8 +35,6 @@ def command(app: object, old_id: str, new_id: str, base_version: str | None, com
 
     Prints {id, from, version, rewritten: [{id, links}], commit}.
     """
-    from ..report import StderrReporter
     from ..vault.ops import move_note
 
-    config = app.config  # type: ignore[attr-defined]
-    emit(move_note(config, old_id, new_id, base_version, StderrReporter(), commit=commit))
+    emit_written(move_note(app.config, old_id, new_id, base_version, app.reporter, commit=commit))

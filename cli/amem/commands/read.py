@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..output import emit
-from . import complete_note_id
+from . import Command, complete_note_id
 
 
-@click.command("read")
+@click.command(
+    "read",
+    cls=Command,
+    epilog="""
+    amem read notes/auth
+    amem read decisions/keys --depth 2 | jq '.linkedNotes[].id'
+    amem read notes/auth | jq -r .version
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.option(
     "--depth",
@@ -16,12 +25,12 @@ from . import complete_note_id
     metavar="N",
     help="Follow links this many levels deep (default: maxLinkDepth, 1).",
 )
-@click.pass_obj
-def command(app: object, note_id: str, depth: int | None) -> None:
+@pass_app
+def command(app: AppContext, note_id: str, depth: int | None) -> None:
     """Read note ID: frontmatter, body, links, linked notes, backlinks, version, mtime, modifiedExternally.
 
     ID is vault-relative; the extension may be left out (notes/x means notes/x.md).
     """
     from ..vault.read import read_note
 
-    emit(read_note(app.config, note_id, depth))  # type: ignore[attr-defined]
+    emit(read_note(app.config, note_id, depth, reporter=app.reporter))

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import click
 
-from ..output import emit, warn
-from . import complete_note_id
+from ..cli import AppContext, pass_app
+from ..output import emit_written
+from . import Command, complete_note_id
 
 
-@click.command("restore")
+@click.command(
+    "restore",
+    cls=Command,
+    epilog="""
+    amem restore notes/auth HEAD~1 --base-version "$version"
+    amem restore notes/auth 3f2a9c1 --base-version "$version" --commit
+    """,
+)
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.argument("revision", metavar="HASH")
 @click.option(
@@ -18,8 +26,8 @@ from . import complete_note_id
     help="The note's current version (from read or write); a stale one changes nothing.",
 )
 @click.option("--commit", is_flag=True, help="Commit the restored note to git (also: git.autoCommit in config).")
-@click.pass_obj
-def command(app: object, note_id: str, revision: str, base_version: str, commit: bool) -> None:
+@pass_app
+def command(app: AppContext, note_id: str, revision: str, base_version: str, commit: bool) -> None:
     """Write note ID's content as of HASH (a hash, short hash, tag or HEAD~2) into the vault.
 
     Prints {id, hash, version, commit}: `hash` is the full hash HASH named, `version` the note's new
@@ -27,9 +35,9 @@ def command(app: object, note_id: str, revision: str, base_version: str, commit:
     """
     from ..vault.git import restore_note
     from ..vault.paths import resolve_note
+    from ..vault.write import check_version
 
-    config = app.config  # type: ignore[attr-defined]
-    outcome = restore_note(config, resolve_note(config, note_id), revision, base_version, commit)
-    for message in outcome.warnings:
-        warn(message)
-    emit(outcome.data)
+    config = app.config
+    ref = resolve_note(config, note_id)
+    check_version(base_version)
+    emit_written(restore_note(config, ref, revision, base_version, commit, reporter=app.reporter))

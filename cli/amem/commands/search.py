@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..output import emit
+from . import Command
 
 
-@click.command("search")
+@click.command(
+    "search",
+    cls=Command,
+    epilog="""
+    amem search "auth token"
+    amem search auth token --limit 5 | jq -r '.hits[].id'
+    amem search --exact-title "Auth tokens"
+    """,
+)
 @click.argument("query", nargs=-1)
 @click.option(
     "--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N hits (default: maxSearchResults, 20)."
@@ -18,8 +28,8 @@ from ..output import emit
     help="List every note whose title equals TITLE, ignoring case, Unicode form and "
     "space/-/_ differences; no ranking. QUERY is then optional.",
 )
-@click.pass_obj
-def command(app: object, query: tuple[str, ...], limit: int | None, exact_title: str | None) -> None:
+@pass_app
+def command(app: AppContext, query: tuple[str, ...], limit: int | None, exact_title: str | None) -> None:
     """Search the vault for QUERY: words are OR-matched, prefixes match longer words, Chinese, Japanese
     and Korean need no spaces; hits are ranked by BM25 with title, phrase and link boosts.
 
@@ -31,4 +41,4 @@ def command(app: object, query: tuple[str, ...], limit: int | None, exact_title:
     text = " ".join(query) if query else None
     if text is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
-    emit(search(app.config, text, limit=limit, exact_title=exact_title))  # type: ignore[attr-defined]
+    emit(search(app.config, text, limit=limit, exact_title=exact_title))

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import click
 
+from ..cli import AppContext, pass_app
 from ..config import SINK_NAMES
 from ..errors import UsageError
+from . import Command
 
 
-@click.command("watch")
+@click.command(
+    "watch",
+    cls=Command,
+    epilog="""
+    amem watch ~/work/my-repo --sink vault
+    amem watch . --sink stdout --ignore '[.]tmp$' | jq .data.files
+    AGENTMEMORY_URL=http://localhost:3111 amem watch ~/work/my-repo --project my-repo
+    """,
+)
 @click.argument("dirs", nargs=-1, metavar="[DIR]...")
 @click.option(
     "--sink",
@@ -53,9 +62,9 @@ from ..errors import UsageError
     help="Quiet time per path before a change is observed (default 500).",
 )
 @click.option("--no-gitignore", is_flag=True, help="Do not honour .gitignore files in the watched trees.")
-@click.pass_context
+@pass_app
 def command(
-    ctx: click.Context,
+    app: AppContext,
     dirs: tuple[str, ...],
     sinks: tuple[str, ...],
     url: str | None,
@@ -77,27 +86,29 @@ def command(
     --sink stdout, observations go to stdout as NDJSON. Stop with Ctrl-C or SIGTERM: pending changes are
     flushed first.
     """
-    from ..watcher.service import resolve_options, run_watch
+    from ..watcher.service import WatchOptions, run_watch
 
-    app: Any = ctx.obj
+    ctx = click.get_current_context()
+    flags = {
+        "watch.dirs": dirs,
+        "watch.sinks": sinks,
+        "watch.url": url,
+        "watch.secret": secret,
+        "watch.project": project,
+        "watch.sessionId": session_id,
+        "watch.ignore": ignore,
+        "watch.allowBinary": allow_binary,
+        "watch.debounceMs": debounce_ms,
+    }
     try:
-        options = resolve_options(
-            app.config,
-            dirs=dirs,
-            sinks=sinks,
-            url=url,
-            secret=secret,
-            project=project,
-            session_id=session_id,
-            ignore=ignore,
-            allow_binary=allow_binary,
-            debounce_ms=debounce_ms,
-            no_gitignore=no_gitignore,
-        )
-    except UsageError:
-        sys.stderr.write(f"{ctx.get_usage()}\nTry '{ctx.command_path} --help' for help.\n")
+        config = app.configure(flags)
+        options = WatchOptions.from_config(config, use_gitignore=not no_gitignore)
+    except UsageError as exc:
+        # The usage line goes inside the JSON error: stderr holds that object and nothing else.
+        usage = " ".join(ctx.get_usage().split()).removeprefix("Usage: ")
+        exc.message = f"{exc.message} (usage: {usage}; see '{ctx.command_path} --help')"
         raise
-    summary = run_watch(options, config=app.config, stdout=sys.stdout)
+    summary = run_watch(options, config=config, stdout=sys.stdout)
     if summary.stdout_closed:
         # Nothing more can be said on stdout; keep the interpreter's final flush from complaining about it.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -20,6 +21,8 @@ from ..errors import GitError, NotFound
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..report import Reporter
+    from .paths import NoteRef
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
 LOCK_WAIT_SECONDS = 3.0
@@ -98,14 +101,19 @@ def _stderr(proc: subprocess.CompletedProcess[bytes]) -> str:
     return proc.stderr.decode("utf-8", "replace").strip()
 
 
+#: An absolute path in git's words, which amem must not show.
+_HOST_PATH = re.compile(r"(?<![\w./-])/[^\s'\"]*")
+
+
 def _failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> str:
     subcommand = next((a for a in args if not a.startswith("-") and "=" not in a), "git")
     lines = [line for line in _stderr(proc).splitlines() if line.strip()]
-    # git's last line is the one that says what went wrong; the lines before are advice.
-    detail = lines[-1] if lines else f"exit status {proc.returncode}"
+    # git's first error line says what went wrong; hints and advice follow it.
+    errors = [line for line in lines if line.startswith(("fatal: ", "error: "))]
+    detail = (errors or lines or [f"exit status {proc.returncode}"])[0]
     for prefix in ("fatal: ", "error: "):
         detail = detail.removeprefix(prefix)
-    return f"git {subcommand} failed: {detail}"
+    return f"git {subcommand} failed: {_HOST_PATH.sub('<path>', detail)}"
 
 
 def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -198,9 +206,16 @@ def init_repository(root: Path) -> Repository:
 
 
 def head_commit(repo: Repository) -> str | None:
-    """HEAD's commit hash, or None while the current branch has no commits yet."""
+    """HEAD's commit hash, or None while the current branch has no commits yet. A HEAD that names a
+    commit git cannot read (a damaged repository) is a GitError, never "no commits"."""
     proc = _run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], repo.top, check=False)
-    return _out(proc) if proc.returncode == 0 else None
+    if proc.returncode == 0:
+        return _out(proc)
+    if _run(["rev-parse", "--verify", "--quiet", "HEAD"], repo.top, check=False).returncode != 0:
+        return None  # an unborn branch: HEAD names no object at all
+    args = ["log", "-1", "--format=%H", "HEAD"]
+    damaged = _run(args, repo.top, check=False)
+    raise GitError(f"the git repository holding the vault is damaged: {_failure(args, damaged)}")
 
 
 # --- reading history --------------------------------------------------------------------------------
@@ -569,15 +584,16 @@ def commit_notes(config: Config, notes: Sequence[tuple[Path, bytes | None]], mes
 
 def maybe_commit(
     config: Config,
-    ref: Any,
+    ref: NoteRef,
     message: str,
     requested: bool,
     *,
     content: bytes | None = None,
-    warn: Callable[[str], None] | None = None,
+    reporter: Reporter | None = None,
 ) -> str | None:
     """The `--commit` / `git.autoCommit` hook for `write`: commit the note when asked, return the new
-    commit's hash, or None when nothing was asked or nothing changed. `ref` is a NoteRef (`.path`)."""
+    commit's hash, or None when nothing was asked or nothing changed. Warnings (a repository created,
+    a fallback identity) go to `reporter`."""
     if not (requested or config.git_auto_commit):
         return None
     try:
@@ -585,16 +601,17 @@ def maybe_commit(
     except GitError as exc:
         # The note is already written; say so, or the caller would think the write failed too.
         raise GitError(f'wrote note "{ref.id}" but did not commit it: {exc.message}', **exc.details) from None
-    if warn is None:
-        from ..output import warn as warn_on_stderr
-
-        warn = warn_on_stderr
-    for message_text in outcome.warnings:
-        warn(message_text)
+    _report(outcome.warnings, reporter)
     return outcome.hash
 
 
-def note_history(config: Config, ref: Any, limit: int | None = None) -> dict[str, Any]:
+def _report(warnings: list[str], reporter: Reporter | None) -> None:
+    if reporter is not None:
+        for message in warnings:
+            reporter.warn(message)
+
+
+def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> dict[str, Any]:
     """`{id, commits: [{hash, date, message, author}]}` for a NoteRef, newest first, following renames."""
     from ..timefmt import from_epoch
 
@@ -612,15 +629,12 @@ def note_history(config: Config, ref: Any, limit: int | None = None) -> dict[str
     }
 
 
-@dataclass
-class RestoreOutcome:
-    data: dict[str, Any]
-    warnings: list[str]
-
-
-def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: bool) -> RestoreOutcome:
+def restore_note(
+    config: Config, ref: NoteRef, rev: str, base_version: str, commit: bool, *, reporter: Reporter | None = None
+) -> dict[str, Any]:
     """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
-    `base_version`), and commit it when asked or configured. History is never rewritten."""
+    `base_version`), and commit it when asked or configured; the commit's warnings go to `reporter`.
+    Returns {id, hash, version, commit}. History is never rewritten."""
     from .write import update_note
 
     repo = require_repository(Path(ref.path).parent)
@@ -637,7 +651,6 @@ def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: 
 
     result = update_note(config, ref, lambda _current: content, base_version=base_version)
 
-    warnings: list[str] = []
     new_commit: str | None = None
     if commit or config.git_auto_commit:
         try:
@@ -650,8 +663,5 @@ def restore_note(config: Config, ref: Any, rev: str, base_version: str, commit: 
                 version=result.version,
             ) from None
         new_commit = outcome.hash
-        warnings = outcome.warnings
-    return RestoreOutcome(
-        data={"id": result.id, "hash": full, "version": result.version, "commit": new_commit},
-        warnings=warnings,
-    )
+        _report(outcome.warnings, reporter)
+    return {"id": result.id, "hash": full, "version": result.version, "commit": new_commit}

@@ -20,10 +20,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple, TypeVar
 
+from ..atomicfile import TEMP_SUFFIX
 from ..digest import sha1_hex
 from ..errors import InternalError
 from ..output import warn
 from .links import LinkResolver, extract_links, link_key, normalise_target, resolution_keys
+from .paths import may_read
 
 _T = TypeVar("_T")
 
@@ -107,6 +109,8 @@ class VaultScan:
         self.dirs: dict[str, int] = {}
         #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
         self.listed = listed
+        #: amem temporary files the scan came across (a writer's, or one a killed writer left)
+        self.temporaries: list[str] = []
 
 
 class _Diff:
@@ -137,10 +141,12 @@ def _extensions() -> tuple[ModuleType, ...]:
 
 class _Walker:
     """Lists vault folders by the spec's rules: skips .git, node_modules, .obsidian, other dot-folders
-    unless indexHiddenDirs, and excludeDirs at any depth. Symlinked folders are not followed."""
+    unless indexHiddenDirs, and excludeDirs at any depth. Symlinked folders are not followed, and a
+    symlinked note is a note only when its real path lies inside the vault (may_read)."""
 
     def __init__(self, config: Any, scan: VaultScan) -> None:
         self.root = os.path.abspath(config.vault_root)
+        self.real_root = os.path.realpath(self.root)
         self.extensions = tuple(e.lower() for e in config.extensions)
         self.excluded = set(config.exclude_dirs)
         self.hidden = config.index_hidden_dirs
@@ -169,7 +175,12 @@ class _Walker:
                 for entry in entries:
                     name = entry.name
                     try:
+                        if name.endswith(TEMP_SUFFIX):
+                            self.scan.temporaries.append(entry.path)
+                            continue
                         if name.lower().endswith(extensions):
+                            if entry.is_symlink() and not may_read(entry.path, self.real_root):
+                                continue  # a link to a file outside the vault, a broken link or a loop
                             st = entry.stat()
                             if st.st_mode & 0o170000 == 0o100000:
                                 files[rel + name] = (st.st_mtime_ns, st.st_size)
@@ -225,7 +236,9 @@ class VaultIndex:
         )
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from ..cachedir import ensure_cache_folder
+
+        ensure_cache_folder(self.path.parent)
         for attempt in (1, 2):
             try:
                 conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -315,6 +328,10 @@ class VaultIndex:
 
     def _refresh(self, thorough: bool) -> RefreshStats:
         scan = scan_vault(self.config) if thorough else self._quick_scan()
+        if scan.temporaries:
+            from .write import sweep_temporaries
+
+            sweep_temporaries(self.config, scan.temporaries)
         stats = RefreshStats()
         conn = self.conn
         seen_version = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -615,6 +632,11 @@ def _is_damage(exc: sqlite3.DatabaseError) -> bool:
 
 
 def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
+    if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc):
+        from ..cachedir import cache_variable
+        from ..errors import IoError
+
+        return IoError(f"cannot use the cache folder (set by {cache_variable()}): cannot open the vault index there")
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return InternalError(
             "the vault index is locked by another amem process that has not finished in 30 s; try again"

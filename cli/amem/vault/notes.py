@@ -5,21 +5,25 @@ from __future__ import annotations
 import base64
 import re
 from datetime import date, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from ..digest import sha1_hex
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+if TYPE_CHECKING:  # the C classes, when PyYAML has them, behave as these
+    _Loader = yaml.SafeLoader
+    _Dumper = yaml.SafeDumper
+else:
+    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _NoteLoader(_Loader):
     """Safe YAML whose timestamps stay ISO-8601 strings, so frontmatter is plain JSON data."""
 
 
-def _timestamp_as_text(loader: Any, node: Any) -> str:
+def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     """The timestamp as written, in ISO-8601 form, keeping its own offset (PyYAML would move it to UTC)."""
     text = str(node.value).strip()
     try:
@@ -84,13 +88,75 @@ def parse_note(text: str, note_id: str = "") -> ParsedNote:
     return ParsedNote({}, text)  # no closing line: not frontmatter at all
 
 
+#: A frontmatter block may expand (aliases followed) to at most this many YAML nodes plus its length:
+#: a plain block expands to fewer nodes than it has characters, so only alias bombs reach it.
+EXPANSION_BUDGET = 10_000
+#: Deeper nesting than this is not frontmatter anyone writes, and recursion over it would be costly.
+MAX_DEPTH = 100
+
+
+class _Hostile(Exception):
+    """A block whose aliases recurse or expand past the budget, or that nests too deeply."""
+
+
+def _check_expansion(root: Any, budget: int) -> None:
+    """Raise _Hostile when the node graph under `root`, with every alias followed, recurses, nests more
+    than MAX_DEPTH deep or counts more than `budget` nodes. Iterative, and each shared node's expanded
+    size is computed once, so the check costs the block's size, never its expansion."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[Any] = []
+        if isinstance(node.value, list):
+            for item in node.value:
+                children.extend(item if isinstance(item, tuple) else (item,))
+        if done:
+            on_path.discard(key)
+            size = 1 + sum(sizes[id(child)] for child in children)
+            if size > budget:
+                raise _Hostile("its aliases expand past the size budget")
+            sizes[key] = size
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise _Hostile("an alias refers to itself")
+        if len(on_path) >= MAX_DEPTH:
+            raise _Hostile("too deeply nested")
+        on_path.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in on_path:
+                raise _Hostile("an alias refers to itself")
+            if id(child) not in sizes:
+                stack.append((child, False))
+
+
+def _load_yaml(block: str) -> Any:
+    """The block's data, or _Hostile before anything is expanded."""
+    loader = _NoteLoader(block)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node, EXPANSION_BUDGET + len(block))
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def _load_block(text: str, block: str, body: str, note_id: str) -> ParsedNote:
     where = f" in {note_id!r}" if note_id else ""
     try:
-        data = yaml.load(block, Loader=_NoteLoader)
+        data = _load_yaml(block)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         return ParsedNote({}, text, None, (f"malformed frontmatter{where} ({problem}); read as body",))
+    except _Hostile as exc:
+        return ParsedNote({}, text, None, (f"malformed frontmatter{where} ({exc}); read as body",))
     except RecursionError:
         return ParsedNote({}, text, None, (f"malformed frontmatter{where} (too deeply nested); read as body",))
     if data is None:

@@ -13,7 +13,6 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,16 @@ from ..timefmt import iso, now
 from .links import LinkResolver, link_key, link_spans, normalise_target, resolution_keys
 from .notes import parse_note, version_of
 from .paths import NoteRef, resolve_note
-from .write import _make_parents, _remember, _remove_folders, _write_failure, note_lock, set_keys, update_note
+from .write import (
+    _make_parents,
+    _remember,
+    _remove_folders,
+    _write_failure,
+    check_version,
+    note_lock,
+    set_keys,
+    update_note,
+)
 
 #: Characters a link target cannot hold: they end it or start its heading, block or alias part.
 LINK_SYNTAX = "[]|#"
@@ -81,6 +89,7 @@ def delete_note(
     and nothing else, is committed. Links to the note become unresolved; nothing else changes."""
     reporter = reporter or Reporter()
     ref = resolve_note(config, raw_id)
+    check_version(base_version)
     with note_lock(config, _lock_key(ref)):
         data = _read_existing(ref, "delete")
         version = version_of(data)
@@ -385,6 +394,7 @@ def move_note(
     reporter = reporter or Reporter()
     old = resolve_note(config, old_raw)
     new = resolve_note(config, new_raw)
+    check_version(base_version)
     if old.id == new.id:
         raise UsageError(f"cannot move note {quote(old.id)}: the new id is the same as the old one")
     unlinkable = sorted(set(new.id) & set(LINK_SYNTAX))
@@ -439,6 +449,8 @@ def move_note(
     assert journal.plan is not None
     move = _Move(before, after, old.id, new.id)
     written: dict[str, bytes] = {}
+    from concurrent.futures import ThreadPoolExecutor  # here: only a move needs it
+
     notes = [*journal.plan.get("sources", []), new.id]
     # Notes are rewritten side by side: each waits mostly on its own flush to disk.
     with ThreadPoolExecutor(max_workers=REWRITE_THREADS) as pool:

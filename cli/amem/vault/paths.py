@@ -6,12 +6,22 @@ import os
 import posixpath
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import InvalidId
 from ..output import quote
 
+if TYPE_CHECKING:
+    from ..config import Config
+
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Folders that scans never index, so a note must never be written there (other programs keep their
+#: configuration in them, and `search` could never find it).
+NEVER_INDEXED = frozenset({".git", "node_modules", ".obsidian"})
+#: The longest file name (in UTF-8 bytes) and path the common file systems accept.
+NAME_MAX = 255
+PATH_MAX = 4095
 #: A suffix that reads as a file type (".txt", ".png"); "v1.2" or "2026.11.29" have none.
 _TYPE_SUFFIX = re.compile(r"^\.[A-Za-z][A-Za-z0-9]*$")
 
@@ -23,40 +33,98 @@ class NoteRef(NamedTuple):
     path: Path
 
 
-def normalise_id(raw_id: str, extensions: tuple[str, ...]) -> str:
-    """The canonical vault-relative id for `raw_id`, or InvalidId; touches no file."""
+def normalise_id(raw_id: str, extensions: tuple[str, ...], *, hidden_dirs: bool = False) -> str:
+    """The canonical vault-relative id for `raw_id`, or InvalidId; touches no file.
+
+    Refused: empty ids, NUL and other control characters, backslashes, absolute and drive paths, `..`
+    that leaves the vault, a trailing `/`, a folder that scans never index (`.git`, `node_modules`,
+    `.obsidian`, and any dot-folder unless `hidden_dirs`), another file type's extension, and names
+    longer than file systems allow."""
     if raw_id is None or not raw_id.strip():
         raise InvalidId("invalid note id: the id is empty")
     if "\x00" in raw_id:
         raise InvalidId("invalid note id: it contains a NUL character")
+    if _CONTROL.search(raw_id):
+        raise InvalidId(f"invalid note id {quote(raw_id)}: it contains a control character (newline, tab…)")
     if "\\" in raw_id:
         raise InvalidId(f"invalid note id {quote(raw_id)}: use / as the separator, not a backslash")
     if raw_id.startswith("/") or raw_id.startswith("~"):
         raise InvalidId("invalid note id: it must be relative to the vault, not an absolute path")
     if _DRIVE.match(raw_id):
         raise InvalidId("invalid note id: it must be relative to the vault, not a drive path")
+    if len(raw_id) > PATH_MAX:
+        raise InvalidId(f"invalid note id: it is longer than file systems allow ({len(raw_id)} characters)")
+    if raw_id.endswith("/"):
+        raise InvalidId(f"invalid note id {quote(raw_id)}: it ends with /, so it names a folder, not a note")
     normal = posixpath.normpath(raw_id)
     if normal in (".", "") or normal == ".." or normal.startswith("../"):
         raise InvalidId(f"invalid note id {quote(raw_id)}: it leaves the vault")
-    name = normal.rsplit("/", 1)[-1]
+    *folders, name = normal.split("/")
+    for folder in folders:
+        if folder in NEVER_INDEXED or (folder.startswith(".") and not hidden_dirs):
+            raise InvalidId(
+                f"invalid note id {quote(raw_id)}: notes are never kept in {quote(folder + '/')} folders"
+                + ("" if folder in NEVER_INDEXED else " (set indexHiddenDirs to use dot-folders)")
+            )
     suffix = os.path.splitext(name)[1]
     if suffix.lower() in (ext.lower() for ext in extensions):
-        return normal
-    if suffix and _TYPE_SUFFIX.match(suffix):
+        note_id = normal
+    elif suffix and _TYPE_SUFFIX.match(suffix):
         allowed = ", ".join(extensions)
         raise InvalidId(f"invalid note id {quote(raw_id)}: notes end in {allowed}, not {suffix}")
-    return normal + extensions[0]
+    else:
+        note_id = normal + extensions[0]
+    for segment in note_id.split("/"):
+        if len(segment.encode("utf-8", "surrogateescape")) > NAME_MAX:
+            raise InvalidId(f"invalid note id: a name in it is longer than file systems allow ({NAME_MAX} bytes)")
+    return note_id
 
 
 def is_inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def resolve_note(config: object, raw_id: str) -> NoteRef:
+def may_read(path: str, real_root: str) -> bool:
+    """Whether amem may read the file at `path`: true only when its real path (every symlink resolved)
+    lies inside the vault whose real path is `real_root` (`os.path.realpath` of the vault root).
+
+    The one place that decides it: every reader of a note's bytes (the index scan, search snippets,
+    linked notes, completion, the watcher's vault sink, `read`) asks it before opening a file. It costs
+    one lstat per path component, so a scan need not ask for every entry: a walker that does not follow
+    symlinked folders needs it only for entries that are symlinks themselves (`DirEntry.is_symlink()`),
+    and one that does follow them, for every entry under such a folder. A broken link or a loop is
+    outside by this rule (its real path is not a readable file in the vault)."""
+    try:
+        real = os.path.realpath(path, strict=True)
+    except (OSError, RuntimeError):
+        return False  # broken, a loop, or unreadable
+    return is_inside(real, real_root)
+
+
+def vault_problem(config: Config) -> str | None:
+    """Why the configured vault cannot be a vault (its path is a file, or runs through one), else None.
+    Named by its last segment and where it is set, never by its host path."""
+    import errno
+
+    vault_root = config.vault_root
+    try:
+        os.stat(vault_root)
+    except OSError as exc:
+        if exc.errno != errno.ENOTDIR:
+            return None  # missing (the first write creates it) or unreadable (each command says so)
+        what = "a folder on its path is a file"
+    else:
+        if os.path.isdir(vault_root):
+            return None
+        what = "it is a file, not a folder"
+    return f"the vault {quote(vault_root.name)} cannot be used: {what} (set by --vault, AMEM_VAULT or vaultRoot)"
+
+
+def resolve_note(config: Config, raw_id: str) -> NoteRef:
     """Validate `raw_id` against the vault of `config`; refuse anything that escapes, lexically or by symlink."""
-    vault_root: Path = config.vault_root  # type: ignore[attr-defined]
-    extensions: tuple[str, ...] = config.extensions  # type: ignore[attr-defined]
-    note_id = normalise_id(raw_id, extensions)
+    vault_root = config.vault_root
+    extensions = config.extensions
+    note_id = normalise_id(raw_id, extensions, hidden_dirs=config.index_hidden_dirs)
     root = os.path.abspath(vault_root)
     path = os.path.join(root, *note_id.split("/"))
     if not is_inside(os.path.normpath(path), root):

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFound
-from ..output import quote, warn
+from ..errors import IoError, NotFound
+from ..output import quote
 from ..timefmt import from_epoch
 from .index import VaultIndex
 from .links import extract_links
 from .notes import note_title, parse_note, version_of
-from .paths import NoteRef, resolve_note
+from .paths import NoteRef, may_read, resolve_note
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..report import Reporter
 
 
 def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
@@ -21,24 +25,28 @@ def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
             st = os.fstat(handle.fileno())
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise NotFound(f"cannot read note {quote(ref.id)}: no such note") from None
-    except OSError as exc:  # permission denied, a symlink loop...: the reason, never a host path
+    except PermissionError as exc:  # the note is there, the file system refuses: the reason, never a host path
+        raise IoError(f"cannot read note {quote(ref.id)}: {exc.strerror or 'permission denied'}") from None
+    except OSError as exc:  # a symlink loop, an I/O error...
         raise NotFound(f"cannot read note {quote(ref.id)}: {exc.strerror or type(exc).__name__}") from None
     return data, st
 
 
-def _decode(data: bytes, note_id: str) -> str:
+def _decode(data: bytes, note_id: str, reporter: Reporter) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        warn(f"note {quote(note_id)} is not valid UTF-8; undecodable bytes are shown as U+FFFD")
+        reporter.warn(f"note {quote(note_id)} is not valid UTF-8; undecodable bytes are shown as U+FFFD")
         text = data.decode("utf-8", errors="replace")
     return text
 
 
-def _note_record(index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visited: set[str]) -> dict[str, Any]:
-    note = parse_note(_decode(data, ref.id), ref.id)
+def _note_record(
+    index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visited: set[str], reporter: Reporter
+) -> dict[str, Any]:
+    note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
-        warn(message)
+        reporter.warn(message)
     links = extract_links(note.body)
     resolved = [index.resolve(link.target) if link.target else None for link in links]
     record: dict[str, Any] = {
@@ -53,27 +61,37 @@ def _note_record(index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visit
     if depth <= 0:
         return record
     vault = index.config.vault_root
+    real_root = os.path.realpath(vault)
     for target in dict.fromkeys(t for t in resolved if t is not None):
         if target in visited:
             continue  # a cycle, or a note already shown elsewhere in the tree
         visited.add(target)
         linked = NoteRef(target, vault.joinpath(*target.split("/")))
+        if not may_read(str(linked.path), real_root):
+            continue  # it leads outside the vault (or nowhere) since the index saw it
         try:
             linked_data, _ = _load(linked)
-        except NotFound:
-            continue  # vanished since the index saw it
-        record["linkedNotes"].append(_note_record(index, linked, linked_data, depth - 1, visited))
+        except (NotFound, IoError):
+            continue  # vanished or became unreadable since the index saw it
+        record["linkedNotes"].append(_note_record(index, linked, linked_data, depth - 1, visited, reporter))
     return record
 
 
-def read_note(config: Any, raw_id: str, depth: int | None = None) -> dict[str, Any]:
-    """The note as `amem read` prints it. Raises InvalidId or NotFound."""
+def read_note(
+    config: Config, raw_id: str, depth: int | None = None, *, reporter: Reporter | None = None
+) -> dict[str, Any]:
+    """The note as `amem read` prints it; what it had to repair (bytes that are not UTF-8, frontmatter
+    that is not YAML) goes to `reporter`. Raises InvalidId or NotFound."""
+    from ..report import Reporter
+
+    reporter = reporter or Reporter()
     ref = resolve_note(config, raw_id)
     data, st = _load(ref)
     index = VaultIndex(config)
     try:
         index.refresh(thorough=False)
-        record = _note_record(index, ref, data, config.max_link_depth if depth is None else depth, {ref.id})
+        depth = config.max_link_depth if depth is None else depth
+        record = _note_record(index, ref, data, depth, {ref.id}, reporter)
         last = index.last_seen(ref.id)
         index.mark_seen(ref.id, record["version"])
         backlinks = index.backlinks(ref.id)

@@ -791,9 +791,13 @@ def _snippet(config: Any, note_id: str, query: _Query) -> str:
     import os
 
     from .notes import parse_note
+    from .paths import may_read
 
+    path = os.path.join(config.vault_root, note_id)
+    if not may_read(path, os.path.realpath(config.vault_root)):
+        return ""  # it leads outside the vault since the refresh: its bytes are never shown
     try:
-        with open(os.path.join(config.vault_root, note_id), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             body = parse_note(handle.read(), note_id).body
     except (OSError, UnicodeDecodeError):
         return ""  # gone or changed since the refresh: the hit stands, the excerpt cannot be shown

@@ -8,18 +8,24 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..atomicfile import atomic_replace, is_temporary
+from ..atomicfile import atomic_replace, is_temporary, parse_temporary, process_alive
 from ..digest import sha1_hex
-from ..errors import AmemError, Conflict, InternalError, InvalidId, NotFound, UsageError
+from ..errors import AmemError, Conflict, InternalError, InvalidId, IoError, NotFound, UsageError
 from ..output import quote
 from ..timefmt import iso, normalise, now
 from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
 from .paths import NoteRef, is_inside, resolve_note
+
+if TYPE_CHECKING:
+    from datetime import tzinfo
+
+    from ..config import Config
+    from ..report import Reporter
 
 _HEADING_START = re.compile(r"^#{1,6}[ \t]")
 _LIFECYCLE = ("created", "updated")
@@ -36,15 +42,40 @@ class UpdateResult(NamedTuple):
 # --- locking and atomic replacement -----------------------------------------------------------------
 
 
+def _lock_file(config: Any, target: str) -> int:
+    """The open lock file of one note. Keyed by the note's real folder, so that every spelling of the
+    vault's path (through a symlink or not) meets at the same lock."""
+    from ..cachedir import ensure_cache_folder
+
+    folder = ensure_cache_folder(config.cache_dir / "locks")
+    real = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
+    name = sha1_hex(real.encode("utf-8", "surrogateescape"))
+    path = folder / f"{name}.lock"
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except IsADirectoryError:
+        # A folder where the lock file belongs is damage to the cache: replace it.
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            from ..cachedir import cache_failure
+
+            raise cache_failure(exc) from None
+    except OSError as exc:
+        from ..cachedir import cache_failure
+
+        raise cache_failure(exc) from None
+
+
 @contextmanager
-def note_lock(config: Any, target: str) -> Iterator[None]:
+def note_lock(config: Config, target: str) -> Iterator[None]:
     """An exclusive cross-process lock for one note file, held for its whole read-modify-write."""
     import fcntl
 
-    folder = config.cache_dir / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    name = sha1_hex(target.encode("utf-8", "surrogateescape"))
-    fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _lock_file(config, target)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -67,7 +98,51 @@ def _remove_stale_temporaries(target: str) -> None:
                 os.unlink(os.path.join(folder, entry))
 
 
-def _write_target(config: Any, ref: NoteRef) -> str:
+def sweep_temporaries(config: Config, paths: Iterable[str]) -> int:
+    """Remove stray temporary files (`.<note>.<pid>-<hex>.amem-tmp`) that a writer killed mid-write left
+    in the vault; returns how many were removed. Never a live writer's: a file is removed only while
+    amem holds its note's lock (taken without waiting: a writer holds it from before it creates the
+    file until after it renamed it), and only when the pid in its name is no running process (a writer
+    whose locks live in another cache folder). Never raises: a clean-up must not fail a command.
+
+    Called by every write (for the note's folder) and by the index scan (for the temporary files it
+    came across), so that no stray file outlives the next command that touches the vault."""
+    import fcntl
+
+    removed = 0
+    for path in paths:
+        found = parse_temporary(path)
+        if found is None or (found.pid is not None and found.pid != os.getpid() and process_alive(found.pid)):
+            continue
+        try:
+            fd = _lock_file(config, found.target)
+        except AmemError:
+            return removed  # no lock folder: nothing can be proven safe to remove
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a writer of that note is at work, in this process or another
+        try:
+            os.unlink(path)
+            removed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+def sweep_folder(config: Config, folder: str) -> int:
+    """sweep_temporaries for every temporary file directly in `folder`."""
+    try:
+        names = [name for name in os.listdir(folder) if is_temporary(name)]
+    except OSError:
+        return 0
+    return sweep_temporaries(config, (os.path.join(folder, name) for name in names)) if names else 0
+
+
+def _write_target(config: Config, ref: NoteRef) -> str:
     """The file to replace: the note itself, or the target of an in-vault symlink (the link stays a link)."""
     path = str(ref.path)
     if not os.path.islink(path):
@@ -103,8 +178,8 @@ def _write_failure(note_id: str, exc: OSError, verb: str = "write") -> AmemError
     message = f"cannot {verb} note {quote(note_id)}: {reason}"
     if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG):
         return InvalidId(message)
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return UsageError(message)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return IoError(message)
     return InternalError(message)
 
 
@@ -117,7 +192,7 @@ def _remove_folders(created: list[str]) -> None:
 
 
 def update_note(
-    config: Any,
+    config: Config,
     ref: NoteRef,
     transform: Callable[[bytes | None], bytes],
     *,
@@ -128,9 +203,11 @@ def update_note(
 
     `old` is None for a missing note. Nothing is created when a check fails or the transform raises.
     """
+    check_version(base_version)
     target = _write_target(config, ref)
     with note_lock(config, target):
         _remove_stale_temporaries(target)
+        sweep_folder(config, os.path.dirname(target))
         try:
             with open(target, "rb") as handle:
                 old: bytes | None = handle.read()
@@ -166,7 +243,20 @@ def update_note(
     return UpdateResult(ref.id, ref.path, version, len(data), old is None)
 
 
-def _remember(config: Any, note_id: str, version: str) -> None:
+_VERSION = re.compile(r"^[0-9a-fA-F]{40}$")
+
+
+def check_version(version: str | None) -> None:
+    """A --base-version must be a version (40 hex digits, as read and write print); anything else is a
+    usage error, never a conflict."""
+    if version is not None and not _VERSION.match(version):
+        shown = quote(version) if len(version) <= 60 else quote(version[:60] + "…")
+        raise UsageError(
+            f"--base-version {shown} is not a version: expected the 40 hex digits that read and write print"
+        )
+
+
+def _remember(config: Config, note_id: str, version: str) -> None:
     """Record what amem wrote, so that `read` does not call amem's own write an external change."""
     from .index import VaultIndex
 
@@ -181,15 +271,19 @@ def _remember(config: Any, note_id: str, version: str) -> None:
 
 
 def write_note(
-    config: Any,
+    config: Config,
     raw_id: str,
     content: str,
     *,
     mode: str = "append",
     base_version: str | None = None,
     require_existing: bool = False,
+    commit: bool = False,
+    reporter: Reporter | None = None,
 ) -> dict[str, Any]:
-    """`amem write`: append (default) or overwrite one note. Returns {id, mode, bytes, version, created}."""
+    """`amem write`: append (default) or overwrite one note, and commit it when `commit` or
+    git.autoCommit asks (its warnings go to `reporter`). Returns {id, mode, bytes, version, created},
+    plus `commit` when a commit was made."""
     if mode not in ("append", "overwrite"):
         raise UsageError(f"unknown write mode {mode!r}")
     if mode == "append" and not content.strip():
@@ -210,7 +304,19 @@ def write_note(
         return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
 
     result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
-    return {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
+    data = {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
+    if commit or config.git_auto_commit:
+        from .git import maybe_commit
+
+        try:
+            sha = maybe_commit(config, ref, f"amem: write {result.id}", commit, reporter=reporter)
+        except AmemError as exc:
+            # The note is written; say so, with its new version, so the caller need not read it again.
+            exc.details["written"] = data
+            raise
+        if sha:
+            data["commit"] = sha
+    return data
 
 
 def _decode(data: bytes, note_id: str) -> str:
@@ -225,7 +331,7 @@ def _clean(content: str) -> str:
     return content.replace("\r\n", "\n").strip("\n").rstrip()
 
 
-def append_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+def append_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) -> str:
     """The note after appending `content` as a new `## <stamp>` section (or its own heading).
 
     Appends within the same second share one heading; exactly one blank line separates blocks."""
@@ -260,7 +366,7 @@ def _last_heading(body: str) -> str | None:
     return last
 
 
-def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
+def overwrite_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) -> str:
     """The note after replacing its body: the caller's frontmatter keys win, old keys are kept, an
     existing note is stamped `updated`; a new note gets no lifecycle keys."""
     text = content.replace("\r\n", "\n")
@@ -282,7 +388,9 @@ def overwrite_text(old: str | None, content: str, stamp: str, tz: Any) -> str:
 _KEY_LINE = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))[ \t]*:(?:[ \t]|$)""")
 
 
-def set_keys(note: ParsedNote, updates: dict[str, Any], tz: Any, append_missing_only: tuple[str, ...] = ()) -> str:
+def set_keys(
+    note: ParsedNote, updates: dict[str, Any], tz: tzinfo | None, append_missing_only: tuple[str, ...] = ()
+) -> str:
     """The frontmatter block of `note` with `updates` applied and created/updated normalised, edited as
     text so the user's comments, order and quoting survive. Falls back to re-rendering the mapping
     when a key to change spans several lines."""

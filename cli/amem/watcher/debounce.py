@@ -1,8 +1,8 @@
 """Per-path debounce: a burst of events on one path becomes one flush, `delay` after the last event.
 
-As in the source, every event restarts the path's timer, so an editor's save-rename-chmod dance is one
-observation. Unlike the source, a path that never goes quiet (a file written to continuously) is still
-flushed `max_wait` after its first event, so it is not starved forever.
+Every event restarts the path's timer, so an editor's save-rename-chmod dance is one observation. A path
+that never goes quiet (a file written to continuously) is still flushed `max_wait` after its first event,
+so it is not starved forever.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from watchdog.events import FileSystemEventHandler
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from .observation import WatchedRoot
 
@@ -398,7 +398,7 @@ class _FilteringHandler(FileSystemEventHandler):
         self.root = root
         self.on_path = on_path
 
-    def on_any_event(self, event: Any) -> None:
+    def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
         if event.is_directory:

@@ -1,9 +1,10 @@
-"""What the watcher ignores under one root: the source's default patterns, user regexes, `.gitignore`
+"""What the watcher ignores under one root: the default patterns, user regexes, `.gitignore`
 rules, and amem's own folders (the vault, its state and cache), so that it never observes its own writes.
 
-Paths are root-relative and `/`-separated, as the source matched them. A folder is tested with a trailing
-`/` ("node_modules/"), so a regex written for folders ("tmp/", "^\\.cache/") prunes the folder itself and
-it is never watched; file patterns such as "\\.log$" do not prune a folder that happens to be named x.log.
+Paths are root-relative and `/`-separated on every system, so a user's regex means the same everywhere. A
+folder is tested with a trailing `/` ("node_modules/"), so a regex written for folders ("tmp/",
+"^\\.cache/") prunes the folder itself and it is never watched; file patterns such as "\\.log$" do not
+prune a folder that happens to be named x.log.
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..vault.paths import is_inside
 
-#: The source's DEFAULT_IGNORE, at any depth.
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
+
+#: Ignored at any depth: version control, dependencies, build output, logs and lock files (the same list
+#: as agentmemory-fs-watcher's, so switching to amem watches the same files; see the README's comparison).
 DEFAULT_IGNORE_PATTERNS: tuple[str, ...] = (
     r"(?:^|/)\.git(?:/|$)",
     r"(?:^|/)node_modules(?:/|$)",
@@ -50,9 +55,9 @@ class IgnoreRules:
         self._user = [re.compile(p) for p in patterns]
         self._excluded = _relative_exclusions(root, excluded)
         #: folder (root-relative, "" for the root) → its compiled .gitignore
-        self._gitignore: dict[str, Any] = {}
+        self._gitignore: dict[str, GitIgnoreSpec] = {}
         #: .gitignore files above the root, inside its git repository: (root's path from there, spec)
-        self._above: list[tuple[str, Any]] = []
+        self._above: list[tuple[str, GitIgnoreSpec]] = []
         self._lock = threading.Lock()
         if use_gitignore and git_toplevel:
             self._load_above(git_toplevel)
@@ -119,10 +124,10 @@ class IgnoreRules:
         parts = rel.split("/")
         for depth in range(len(parts)):
             folder = "/".join(parts[:depth])
-            spec = gitignore.get(folder)
-            if spec is None:
+            folder_spec = gitignore.get(folder)
+            if folder_spec is None:
                 continue
-            result = spec.check_file(probe[len(folder) + 1 :] if folder else probe)
+            result = folder_spec.check_file(probe[len(folder) + 1 :] if folder else probe)
             if result.include is not None:
                 verdict = result.include
         return bool(verdict)
@@ -156,7 +161,7 @@ class IgnoreRules:
             self._above = above
 
 
-def _read_spec(path: str) -> Any:
+def _read_spec(path: str) -> GitIgnoreSpec | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()

@@ -1,27 +1,32 @@
-"""The watcher as a whole: options from config and flags, roots, the tree watcher, the debounce, the sinks.
+"""The watcher as a whole: options from the config, roots, the tree watcher, the debounce, the sinks.
 
-`resolve_options` applies the precedence (flags > environment > config files > defaults) for the few
-things config.py cannot know (DIR arguments, --ignore, --no-gitignore); `Watcher` runs one watch;
-`run_watch` is what `amem watch` calls: it runs until SIGINT/SIGTERM and then stops cleanly.
+`WatchOptions.from_config` reads the watch the config describes (flags, environment and config files are
+already laid over each other by the config loader); `Watcher` runs one watch; `run_watch` is what
+`amem watch` calls: it runs until SIGINT/SIGTERM and then stops cleanly.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..config import SINK_NAMES, cache_home, state_home
+from ..config import cache_home, state_home
 from ..errors import UsageError, WatchError
+from ..vault.paths import is_inside
 from .debounce import Debouncer
 from .observation import SessionIds, WatchedRoot, git_toplevel, observe_path, project_name
-from .rules import IgnoreRules, is_inside
+from .rules import IgnoreRules
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from .observer import TreeWatcher
+    from .sinks import Sink
 
 Log = Callable[[str], None]
 
@@ -52,68 +57,25 @@ class WatchOptions:
     drain_timeout: float = 3.0
     backend: str = "auto"
 
-
-def resolve_options(
-    config: Any,
-    *,
-    dirs: Sequence[str] = (),
-    sinks: Sequence[str] = (),
-    url: str | None = None,
-    secret: str | None = None,
-    project: str | None = None,
-    session_id: str | None = None,
-    ignore: Sequence[str] = (),
-    allow_binary: bool | None = None,
-    debounce_ms: int | None = None,
-    no_gitignore: bool = False,
-    cwd: str | None = None,
-) -> WatchOptions:
-    """Flags over the config's watch settings (which already hold environment over files)."""
-    watch = config.watch
-    base = cwd or os.getcwd()
-    # DIR arguments replace AGENTMEMORY_FS_WATCH_DIRS and watch.dirs entirely, as in the source.
-    roots = tuple(os.path.join(base, os.path.expanduser(d)) for d in dirs) if dirs else tuple(watch.dirs)
-    if not roots:
-        raise UsageError(NO_ROOTS)
-    for pattern in ignore:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise UsageError(f"--ignore {pattern!r} is not a valid regular expression: {exc}") from None
-    for name in sinks:
-        if name not in SINK_NAMES:
-            raise UsageError(f"unknown sink {name!r} (choose from {', '.join(SINK_NAMES)})")
-
-    flag_url = _text(url)
-    effective_url = (flag_url.rstrip("/") if flag_url else None) or watch.url
-    if sinks:
-        chosen: tuple[str, ...] = tuple(dict.fromkeys(sinks))
-    elif watch.sinks:
-        chosen = tuple(dict.fromkeys(watch.sinks))
-    else:
-        chosen = ("server",) if effective_url else ("vault",)  # the spec's default
-    excluded = (str(config.vault_root), str(state_home() / "amem"), str(cache_home() / "amem"))
-    return WatchOptions(
-        roots=roots,
-        sinks=chosen,
-        url=effective_url or watch.server_url,
-        secret=_text(secret) or watch.secret,
-        project=_text(project) or watch.project,
-        session_id=_text(session_id) or watch.session_id,
-        # Ignore lists add up: a flag never un-ignores what the environment or a config file ignores.
-        ignore=tuple(dict.fromkeys((*watch.ignore, *ignore))),
-        allow_binary=watch.allow_binary if allow_binary is None else allow_binary,
-        debounce_ms=watch.debounce_ms if debounce_ms is None else debounce_ms,
-        use_gitignore=not no_gitignore,
-        excluded=excluded,
-    )
-
-
-def _text(value: str | None) -> str | None:
-    if value is None:
-        return None
-    value = value.strip()
-    return value or None
+    @classmethod
+    def from_config(cls, config: Config, *, use_gitignore: bool = True) -> WatchOptions:
+        """The watch `config` describes; load_config has already laid the command's flags over it."""
+        watch = config.watch
+        if not watch.dirs:
+            raise UsageError(NO_ROOTS)
+        return cls(
+            roots=watch.dirs,
+            sinks=watch.effective_sinks,
+            url=watch.server_url,
+            secret=watch.secret,
+            project=watch.project,
+            session_id=watch.session_id,
+            ignore=watch.ignore,
+            allow_binary=watch.allow_binary,
+            debounce_ms=watch.debounce_ms,
+            use_gitignore=use_gitignore,
+            excluded=(str(config.vault_root), str(state_home() / "amem"), str(cache_home() / "amem")),
+        )
 
 
 @dataclass
@@ -142,7 +104,7 @@ class Watcher:
         self,
         options: WatchOptions,
         *,
-        config: Any,
+        config: Config,
         stdout: TextIO | None = None,
         log: Log | None = None,
         warn: Log | None = None,
@@ -160,8 +122,8 @@ class Watcher:
         self.observed = 0
         self.on_observation: Callable[[dict[str, Any]], None] | None = None
         self.stop_requested = threading.Event()
-        self._sinks: list[Any] = []
-        self._tree: Any = None
+        self._sinks: list[Sink] = []
+        self._tree: TreeWatcher | None = None
         self._debouncer: Debouncer | None = None
         self._count_lock = threading.Lock()
         self._started = False
@@ -171,15 +133,15 @@ class Watcher:
     def start(self) -> None:
         from .observer import make_tree_watcher
 
-        self._tree = make_tree_watcher(self._on_path, self.warn, self.options.backend)
+        self._tree = tree = make_tree_watcher(self._on_path, self.warn, self.options.backend)
         failures: list[str] = []
         for raw in self.options.roots:
-            reason = self._attach(raw)
+            reason = self._attach(tree, raw)
             if reason:
                 failures.append(reason)
                 self.warn(f"not watching {reason}")
         if not self.roots:
-            self._tree.stop()
+            tree.stop()
             detail = "; ".join(failures) or "none given"
             raise WatchError(f"could not watch any of the configured roots: {detail}", reasons=failures)
 
@@ -188,7 +150,7 @@ class Watcher:
             try:
                 sink.start()
             except OSError as exc:  # e.g. the spool folder cannot be created
-                self._tree.stop()
+                tree.stop()
                 for started in self._sinks[: self._sinks.index(sink)]:
                     started.close()
                 self._sinks = []
@@ -199,22 +161,22 @@ class Watcher:
             on_error=lambda exc: self.warn(f"change not observed: {exc}"),
         )
         self._debouncer.start()
-        self._tree.start()
+        tree.start()
         self._started = True
 
         for root in self.roots:
             self.log(
                 f"watching {root.path} (project {root.project}, {root.folders} folder(s))"
-                if self._tree.watch_count is not None
+                if tree.watch_count is not None
                 else f"watching {root.path} (project {root.project})"
             )
-        if self._tree.watch_count is not None:
-            self.log(f"{self._tree.watch_count} OS watch(es) in use; ignored folders are not watched")
+        if tree.watch_count is not None:
+            self.log(f"{tree.watch_count} OS watch(es) in use; ignored folders are not watched")
         self.log(
             "observations go to " + ", ".join(s.describe() for s in self._sinks) + f"; session {self.sessions.current}"
         )
 
-    def _attach(self, raw: str) -> str | None:
+    def _attach(self, tree: TreeWatcher, raw: str) -> str | None:
         """Attach one root; return why it could not be, or None."""
         path = os.path.normpath(os.path.abspath(raw))
         if not os.path.exists(path):
@@ -238,7 +200,7 @@ class Watcher:
             return f"{path}: it is amem's own vault or state folder, whose changes amem makes itself"
         root = WatchedRoot(path=path, project=self.options.project or project_name(path, toplevel), rules=rules)
         try:
-            self._tree.add_root(root)
+            tree.add_root(root)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 return f"{path}: the inotify watch limit is reached (raise fs.inotify.max_user_watches)"
@@ -246,31 +208,10 @@ class Watcher:
         self.roots.append(root)
         return None
 
-    def _make_sinks(self) -> list[Any]:
-        from .sinks import ServerSink, StdoutSink, VaultSink
-        from .spool import ObservationSpool
+    def _make_sinks(self) -> list[Sink]:
+        from .sinks import SINKS
 
-        sinks: list[Any] = []
-        for name in self.options.sinks:
-            if name == "server":
-                spool = ObservationSpool(self.options.spool_dir, self.options.url)
-                sinks.append(
-                    ServerSink(
-                        self.options.url,
-                        self.options.secret,
-                        spool,
-                        self.sessions,
-                        log=self.log,
-                        warn=self.warn,
-                        retry_initial=self.options.retry_initial,
-                        retry_max=self.options.retry_max,
-                    )
-                )
-            elif name == "vault":
-                sinks.append(VaultSink(self.config, self.warn))
-            elif name == "stdout":
-                sinks.append(StdoutSink(self.stdout, on_closed=self.stop_requested.set))
-        return sinks
+        return [SINKS[name](self) for name in self.options.sinks]
 
     # --- the pipeline ---------------------------------------------------------------------------------
 
@@ -282,7 +223,7 @@ class Watcher:
 
     def _flush(self, key: tuple[WatchedRoot, str]) -> None:
         root, path = key
-        # The rules may have changed since the event (a .gitignore edit): ask again, as the source did.
+        # The rules may have changed since the event (a .gitignore edit): ask again at flush time.
         if root.rules.is_path_ignored(root.rel(path)):
             return
         observation = observe_path(root, path, self.sessions.current, self.options.allow_binary)
@@ -307,7 +248,7 @@ class Watcher:
     def stop(self) -> WatchSummary:
         """Stop watching, flush pending debounced changes into the sinks, close them; undelivered
         observations stay in the spool for the next watcher."""
-        if self._started:
+        if self._started and self._tree is not None:
             self._started = False
             self._tree.stop()
             if self._debouncer is not None:
@@ -322,7 +263,7 @@ class Watcher:
         )
 
 
-def run_watch(options: WatchOptions, *, config: Any, stdout: TextIO | None = None) -> WatchSummary:
+def run_watch(options: WatchOptions, *, config: Config, stdout: TextIO | None = None) -> WatchSummary:
     """Watch until SIGINT, SIGTERM or SIGHUP (or until stdout's reader goes away), then stop cleanly."""
     watcher = Watcher(options, config=config, stdout=stdout)
     previous: dict[int, Any] = {}

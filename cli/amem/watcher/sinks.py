@@ -14,12 +14,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .observation import SessionIds
 from .spool import ObservationSpool
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from .service import Watcher
 
 Log = Callable[[str], None]
 
@@ -92,7 +96,7 @@ class StdoutSink(Sink):
 # --- vault ------------------------------------------------------------------------------------------
 
 
-def daily_note_id(timestamp: str, tz: Any) -> str:
+def daily_note_id(timestamp: str, tz: tzinfo | None) -> str:
     moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     local = moment.astimezone(tz) if tz is not None else moment.astimezone()
     return f"observations/{local.date().isoformat()}.md"
@@ -131,7 +135,7 @@ class VaultSink(Sink):
 
     name = "vault"
 
-    def __init__(self, config: Any, warn: Log) -> None:
+    def __init__(self, config: Config, warn: Log) -> None:
         self.config = config
         self.warn = warn
         self.delivered = 0
@@ -452,3 +456,33 @@ def _connection_reason(exc: BaseException) -> str:
         if marker in text:
             return marker.lower()
     return type(exc).__name__
+
+
+# --- the registry -----------------------------------------------------------------------------------
+
+
+def _server_sink(watcher: Watcher) -> Sink:
+    options = watcher.options
+    return ServerSink(
+        options.url,
+        options.secret,
+        ObservationSpool(options.spool_dir, options.url),
+        watcher.sessions,
+        log=watcher.log,
+        warn=watcher.warn,
+        retry_initial=options.retry_initial,
+        retry_max=options.retry_max,
+    )
+
+
+def _vault_sink(watcher: Watcher) -> Sink:
+    return VaultSink(watcher.config, watcher.warn)
+
+
+def _stdout_sink(watcher: Watcher) -> Sink:
+    return StdoutSink(watcher.stdout, on_closed=watcher.stop_requested.set)
+
+
+#: Every sink by the name `--sink` and `watch.sinks` give it, and how a watcher builds it.
+SINKS: dict[str, Callable[[Watcher], Sink]] = {"server": _server_sink, "vault": _vault_sink, "stdout": _stdout_sink}
+SINK_NAMES = tuple(SINKS)

@@ -1,0 +1,153 @@
+"""Start-up cost, held by allowlists: each command runs in a fresh interpreter, and every module it loaded
+must be one that command is allowed to load. A new import anywhere on a command's path (a heavy library,
+a stdlib package such as asyncio or email) fails here until it is added on purpose.
+
+Modules whose name starts with `_` (C accelerators such as `_sqlite3`, `_yaml`) come with their public
+module and are not listed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amem.cli import COMMANDS
+
+from .conftest import write_file
+
+PROBE = """
+import sys
+from amem.cli import run
+run(sys.argv[1:])
+sys.stderr.write("MODULES=" + ",".join(sorted(sys.modules)) + "\\n")
+"""
+
+#: What every run may load: the interpreter's own start-up, Click and what Click needs, amem's command
+#: registry (`--help` imports each command's small module to show its summary), and the reporter that
+#: sends the library's warnings to stderr.
+BASE = frozenset(
+    {
+        *("abc", "ast", "builtins", "bz2", "codecs", "collections", "contextlib", "copyreg", "datetime", "dis"),
+        *("encodings", "enum", "errno", "fnmatch", "functools", "genericpath", "gettext", "importlib", "inspect"),
+        *("io", "ipaddress", "itertools", "json", "keyword", "linecache", "locale", "lzma", "marshal", "math"),
+        *("ntpath", "opcode", "operator", "os", "pathlib", "platform", "posix", "posixpath", "re", "reprlib"),
+        *("shutil", "site", "stat", "sys", "textwrap", "threading", "time", "token", "tokenize", "types"),
+        *("typing", "urllib", "uuid", "warnings", "weakref", "zipimport", "zlib"),
+        "click",
+    }
+)
+AMEM_BASE = frozenset(
+    {"amem", "amem.cli", "amem.config", "amem.digest", "amem.errors", "amem.output", "amem.report", "amem.commands"}
+    | {f"amem.commands.{name}" for name in COMMANDS}
+)
+
+#: The notes themselves: YAML frontmatter (its C loader brings cython_runtime), the SQLite index, and
+#: Unicode folding for links and search.
+NOTES = frozenset(
+    {"yaml", "cython_runtime", "sqlite3", "array", "base64", "binascii", "bisect", "struct", "unicodedata", "heapq"}
+)
+NOTES_AMEM = frozenset(
+    {"amem.vault", "amem.vault.index", "amem.vault.links", "amem.vault.notes", "amem.vault.paths", "amem.timefmt"}
+    # the cache folder, and the names of the temporary files a scan sweeps away
+    | {"amem.cachedir", "amem.atomicfile"}
+)
+#: git runs in a subprocess.
+GIT = frozenset({"subprocess", "select", "selectors", "signal", "tempfile", "random", "bisect", "copy", "dataclasses"})
+#: Only the watcher pays for file-system events and HTTP.
+WATCH = frozenset(
+    {"watchdog", "pathspec", "requests", "urllib3", "charset_normalizer", "idna", "certifi", "http", "email"}
+    | {"atexit", "ctypes", "hashlib", "hmac", "logging", "queue", "secrets", "string", "traceback", "socket", "ssl"}
+)
+
+#: command → (arguments, other modules it may load, amem modules it may load, one module it must load).
+ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
+    "read": (
+        ["read", "x"],
+        NOTES,
+        NOTES_AMEM | {"amem.vault.read", "amem.vault.search"},
+        "amem.vault.read",
+    ),
+    "search": (["search", "x"], NOTES, NOTES_AMEM | {"amem.vault.search"}, "amem.vault.search"),
+    "write": (
+        ["write", "x", "more"],
+        NOTES | {"fcntl"},
+        NOTES_AMEM | {"amem.vault.write", "amem.vault.search", "amem.atomicfile"},
+        "amem.vault.write",
+    ),
+    "history": (
+        ["history", "x"],
+        GIT | {"fcntl"},
+        frozenset({"amem.vault", "amem.vault.paths", "amem.timefmt", "amem.vault.git"}),
+        "amem.vault.git",
+    ),
+    "restore": (
+        ["restore", "x", "HEAD", "--base-version", "0" * 40],
+        NOTES | GIT | {"fcntl"},
+        NOTES_AMEM | {"amem.vault.git", "amem.vault.write", "amem.atomicfile"},
+        "amem.vault.git",
+    ),
+    "delete": (
+        ["delete", "x"],
+        NOTES | {"fcntl"},
+        NOTES_AMEM | {"amem.vault.ops", "amem.vault.write"},
+        "amem.vault.ops",
+    ),
+    "move": (
+        ["move", "x", "y"],
+        # a move rewrites notes side by side, in threads
+        NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
+        NOTES_AMEM | {"amem.vault.ops", "amem.vault.write", "amem.vault.search"},
+        "amem.vault.ops",
+    ),
+    "info": (
+        ["info"],
+        frozenset({"copy", "dataclasses", "hashlib"}),
+        frozenset({"amem.vault", "amem.vault.paths", "amem.info"}),
+        "amem.info",
+    ),
+    "watch": (
+        ["watch", "no-such-folder"],
+        GIT | WATCH | {"fcntl", "heapq", "base64", "binascii", "bisect", "struct"},
+        frozenset({"amem.vault", "amem.vault.paths", "amem.watcher"})
+        | {f"amem.watcher.{m}" for m in ("debounce", "observation", "observer", "redact", "rules", "service")}
+        | {"amem.watcher.sinks", "amem.watcher.spool"},
+        "amem.watcher.service",
+    ),
+}
+
+
+def loaded_modules(args: list[str], cwd: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES=")]
+    assert line, done.stderr
+    return set(line[-1].removeprefix("MODULES=").split(","))
+
+
+def test_every_command_has_an_allowlist() -> None:
+    assert sorted(ALLOWED) == sorted(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED))
+def test_a_command_loads_only_what_it_is_allowed(name: str, vault: Path, isolated_env: Path) -> None:
+    args, others, amem_modules, required = ALLOWED[name]
+    write_file(vault / "x.md", "# x\n\nA note.\n")
+    loaded = loaded_modules(args, isolated_env)
+    assert required in loaded, f"amem {name} did not run as far as {required}"
+    top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
+    unexpected = sorted(top_level - BASE - others)
+    assert unexpected == [], f"amem {name} loaded modules it is not allowed: {unexpected}"
+    own = {m for m in loaded if m == "amem" or m.startswith("amem.")}
+    unexpected_own = sorted(own - AMEM_BASE - amem_modules)
+    assert unexpected_own == [], f"amem {name} loaded amem modules it is not allowed: {unexpected_own}"
+
+
+def test_help_loads_only_the_command_registry(isolated_env: Path) -> None:
+    loaded = loaded_modules(["--help"], isolated_env)
+    top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
+    assert sorted(top_level - BASE) == []
+    assert sorted({m for m in loaded if m.startswith("amem")} - AMEM_BASE) == []
