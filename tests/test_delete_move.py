@@ -404,3 +404,11 @@ def test_moving_a_note_out_of_an_excluded_folder_rewrites_links_to_it(vault: Pat
     assert result.exit_code == 0, result.stderr
     assert parse_note(text(vault / "n.md")).body == "[[notes/revived]] [[revived|o]]\n"
     assert amem("read", "notes/revived").json["backlinks"] == ["n.md"]
+
+
+@pytest.mark.parametrize("args", [["delete", "a"], ["move", "a", "b"]])
+def test_a_base_version_that_is_no_version_is_a_usage_error(vault: Path, amem: Any, args: list[str]) -> None:
+    write_file(vault / "a.md", "x\n")
+    result = amem(*args, "--base-version", "not-a-version")
+    assert (result.exit_code, result.error["code"]) == (2, "usage")
+    assert sorted(p.name for p in vault.iterdir()) == ["a.md"]
