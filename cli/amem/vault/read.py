@@ -10,6 +10,7 @@ from ..output import quote, warn
 from ..timefmt import from_epoch
 from .index import VaultIndex
 from .links import extract_links
+from .merge import has_conflict_copy
 from .notes import note_title, parse_note, version_of
 from .paths import NoteRef, resolve_note
 
@@ -90,4 +91,6 @@ def read_note(config: Any, raw_id: str, depth: int | None = None) -> dict[str, A
         "version": record["version"],
         "mtime": from_epoch(st.st_mtime, config.tz),
         "modifiedExternally": last is not None and last != record["version"],
+        # A sync that met two different overwrites left the other machine's version beside the note.
+        "conflict": has_conflict_copy(ref.path),
     }

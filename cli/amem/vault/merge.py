@@ -1,0 +1,287 @@
+"""The git merge driver for notes: appends made on two machines merge, in timestamp order.
+
+git runs it as `python -m amem.vault.merge %O %A %B %L %P` (registered by `amem sync`) for every note both
+sides changed. It reads the common ancestor (O), ours (A) and theirs (B), writes the result into A, and exits
+0 when the merge is clean or 1 for a real conflict (git then records one).
+
+- Frontmatter merges key by key: a key one side changed takes that side's value; when both changed it,
+  `updated` takes the later timestamp and `created` the earlier; any other key changed differently on both
+  sides is a conflict.
+- The body: when both sides only appended to the ancestor's body, the appended `## <timestamp>` sections of
+  both are merged in timestamp order (ours first on a tie, a section both sides hold kept once), one blank
+  line between sections. When one side left the body alone, the other side's body wins. Otherwise git's own
+  line merge (`git merge-file`) decides; when it cannot, the file gets git's conflict markers and the merge
+  is a conflict.
+
+Only the standard library is imported: git starts this once per conflicting note, so start-up is the cost.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from datetime import datetime
+
+#: A conflict copy beside a note: `<stem>.conflict-<commit>[-N]<ext>`, holding the other machine's version.
+CONFLICT_INFIX = ".conflict-"
+_CONFLICT_SUFFIX = re.compile(r"\.conflict-[0-9a-f]{4,40}(?:-\d+)?$")
+
+_FENCE_LINE = re.compile(r"^---[ \t]*$")
+_KEY_LINE = re.compile(r"^([^\s#:][^:]*?)[ \t]*:(?:[ \t]|$)")
+_STAMP_HEADING = re.compile(r"^##[ \t]+(\S+)[ \t]*$")
+_CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+class _Conflict(Exception):
+    """The two sides changed the same thing differently."""
+
+
+# --- conflict copies ----------------------------------------------------------------------------------
+
+
+def conflict_copy_name(name: str, commit: str, taken: set[str]) -> str:
+    """The file name for the other side's version of `name` (a file name, no folder), not in `taken`."""
+    stem, ext = os.path.splitext(name)
+    base = f"{stem}{CONFLICT_INFIX}{commit[:8]}"
+    candidate, n = f"{base}{ext}", 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}-{n}{ext}"
+    return candidate
+
+
+def original_of_copy(name: str) -> str | None:
+    """The note name a conflict copy's file name belongs to, or None when it is not a conflict copy."""
+    stem, ext = os.path.splitext(name)
+    match = _CONFLICT_SUFFIX.search(stem)
+    if match is None or match.start() == 0:
+        return None
+    return stem[: match.start()] + ext
+
+
+def has_conflict_copy(path: str | os.PathLike[str]) -> bool:
+    """True when the folder of the note at `path` holds a conflict copy of it."""
+    folder, name = os.path.split(os.fspath(path))
+    stem, _ = os.path.splitext(name)
+    prefix = f"{stem}{CONFLICT_INFIX}"
+    try:
+        entries = os.listdir(folder or ".")
+    except OSError:
+        return False
+    return any(entry.startswith(prefix) and original_of_copy(entry) == name for entry in entries)
+
+
+# --- frontmatter ------------------------------------------------------------------------------------
+
+
+def _split(text: str) -> tuple[str | None, str]:
+    """(the frontmatter block without its `---` lines, or None; the body)."""
+    lines = text.splitlines(keepends=True)
+    if not lines or not _FENCE_LINE.match(lines[0].rstrip("\n")):
+        return None, text
+    for i in range(1, len(lines)):
+        if _FENCE_LINE.match(lines[i].rstrip("\n")):
+            return "".join(lines[1:i]), "".join(lines[i + 1 :])
+    return None, text
+
+
+def _keys(block: str) -> dict[str, str]:
+    """Top-level keys of a frontmatter block → their lines as written (continuation lines included)."""
+    entries: dict[str, str] = {}
+    key = ""  # lines before the first key (comments) are kept under ""
+    for line in block.splitlines(keepends=True):
+        match = _KEY_LINE.match(line)
+        if match:
+            key = match.group(1)
+            entries[key] = line
+        else:
+            entries[key] = entries.get(key, "") + line
+    return entries
+
+
+def _moment(entry: str) -> datetime | None:
+    value = entry.split(":", 1)[1].strip().strip("'\"") if ":" in entry else ""
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _pick_time(ours: str, theirs: str, later: bool) -> str:
+    a, b = _moment(ours), _moment(theirs)
+    if a is None or b is None:
+        raise _Conflict
+    try:
+        return theirs if (b > a if later else b < a) else ours
+    except TypeError:  # one has an offset, the other not
+        raise _Conflict from None
+
+
+def merge_frontmatter(base: str | None, ours: str | None, theirs: str | None) -> str | None:
+    if ours == theirs:
+        return ours
+    if ours is None or theirs is None:
+        # One side has no frontmatter block: the block of the side that has one, when it is the change.
+        if ours == base:
+            return theirs
+        if theirs == base:
+            return ours
+        raise _Conflict
+    b, o, t = _keys(base or ""), _keys(ours), _keys(theirs)
+    merged: dict[str, str] = {}
+    for key in [*o, *(k for k in t if k not in o)]:
+        bv, ov, tv = b.get(key), o.get(key), t.get(key)
+        if ov == tv or tv == bv:
+            value = ov
+        elif ov == bv:
+            value = tv
+        elif key in ("updated", "created") and ov is not None and tv is not None:
+            value = _pick_time(ov, tv, later=key == "updated")
+        else:
+            raise _Conflict
+        if value is not None:
+            merged[key] = value if value.endswith("\n") else value + "\n"
+    return "".join(merged.values())
+
+
+# --- body -------------------------------------------------------------------------------------------
+
+
+def _stamp(text: str) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _sections(tail: str) -> list[tuple[float, str]]:
+    """An appended tail cut at its `## <timestamp>` headings (outside code), each with its time.
+
+    Text before the first such heading continues the ancestor's last section and sorts first."""
+    sections: list[tuple[float, list[str]]] = [(float("-inf"), [])]
+    fence: str | None = None
+    for line in tail.split("\n"):
+        moment = None
+        code = _CODE_FENCE.match(line)
+        if code:
+            mark = code.group(1)
+            if fence is None:
+                fence = mark
+            elif mark[0] == fence[0] and len(mark) >= len(fence) and not line.strip()[len(mark) :]:
+                fence = None
+        elif fence is None and (heading := _STAMP_HEADING.match(line)):
+            moment = _stamp(heading.group(1))
+        if moment is not None:
+            sections.append((moment, [line]))
+        else:
+            sections[-1][1].append(line)
+    cut = [(when, "\n".join(lines).strip("\n")) for when, lines in sections]
+    return [(when, text) for when, text in cut if text.strip()]
+
+
+def _tail(body: str, base: str) -> str | None:
+    """What `body` appended to `base`, or None when it changed more than the end."""
+    if not body.startswith(base):
+        return None
+    rest = body[len(base) :]
+    if base and rest and not rest.startswith("\n"):
+        return None
+    return rest.strip("\n")
+
+
+def merge_appends(base: str, ours: str, theirs: str) -> str | None:
+    """Both sides' appended sections after `base`, in timestamp order; None when either did more."""
+    trunk = base.rstrip()
+    ours_tail, theirs_tail = _tail(ours.rstrip(), trunk), _tail(theirs.rstrip(), trunk)
+    if ours_tail is None or theirs_tail is None:
+        return None
+    mine, other = _sections(ours_tail), _sections(theirs_tail)
+    held = {text for _, text in mine}
+    other = [(when, text) for when, text in other if text not in held]
+    merged: list[str] = []
+    i = j = 0
+    while i < len(mine) or j < len(other):
+        if j >= len(other) or (i < len(mine) and mine[i][0] <= other[j][0]):
+            merged.append(mine[i][1])
+            i += 1
+        else:
+            merged.append(other[j][1])
+            j += 1
+    blocks = [trunk] if trunk else []
+    blocks += merged
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def _merge_file(base: str, ours: str, theirs: str, labels: tuple[str, str, str], marker: str) -> tuple[int, str]:
+    """git's own three-way line merge of three texts: (exit status, result with markers on conflict)."""
+    with tempfile.TemporaryDirectory(prefix="amem-merge-") as scratch:
+        paths = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = os.path.join(scratch, name)
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+            paths.append(path)
+        argv = ["git", "merge-file", "--stdout", f"--marker-size={marker}"]
+        for label in (labels[0], labels[1], labels[2]):
+            argv += ["-L", label]
+        proc = subprocess.run(argv + paths, capture_output=True, check=False)
+    return (0 if proc.returncode == 0 else 1), proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def merge_texts(base: str, ours: str, theirs: str, *, name: str = "note", marker: str = "7") -> tuple[bool, str]:
+    """(clean, merged text) for three versions of a note."""
+    crlf = "\r\n" in ours
+    bom = "\ufeff" if ours.startswith("\ufeff") else ""
+    b, o, t = (x.removeprefix("\ufeff").replace("\r\n", "\n") for x in (base, ours, theirs))
+    (bf, bb), (of, ob), (tf, tb) = _split(b), _split(o), _split(t)
+    labels = (f"ours:{name}", f"base:{name}", f"theirs:{name}")
+    try:
+        front = merge_frontmatter(bf, of, tf)
+        if ob == tb or tb == bb:
+            body = ob
+        elif ob == bb:
+            body = tb
+        else:
+            appended = merge_appends(bb, ob, tb)
+            if appended is None:
+                status, appended = _merge_file(bb, ob, tb, labels, marker)
+                if status != 0:
+                    raise _Conflict
+            body = appended
+    except _Conflict:
+        _, marked = _merge_file(b, o, t, labels, marker)
+        return False, marked
+    text = body if front is None else f"---\n{front}---\n{body}"
+    if crlf:
+        text = re.sub(r"(?<!\r)\n", "\r\n", text)
+    return True, bom + text
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", "surrogateescape")
+
+
+def main(argv: list[str]) -> int:
+    """`%O %A %B [%L [%P]]`: merge into %A; 0 when clean, 1 on a conflict, 2 on bad arguments."""
+    if len(argv) < 3:
+        sys.stderr.write("usage: python -m amem.vault.merge BASE OURS THEIRS [MARKER-SIZE [PATH]]\n")
+        return 2
+    base_path, ours_path, theirs_path = argv[:3]
+    marker = argv[3] if len(argv) > 3 and argv[3].isdigit() else "7"
+    name = argv[4] if len(argv) > 4 else os.path.basename(ours_path)
+    try:
+        clean, text = merge_texts(_read(base_path), _read(ours_path), _read(theirs_path), name=name, marker=marker)
+        with open(ours_path, "wb") as handle:
+            handle.write(text.encode("utf-8", "surrogateescape"))
+    except OSError as exc:
+        sys.stderr.write(f"amem merge: cannot merge {name}: {exc.strerror}\n")
+        return 2
+    return 0 if clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
