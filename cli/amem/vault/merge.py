@@ -8,7 +8,8 @@ sides changed. It reads the common ancestor (O), ours (A) and theirs (B), writes
   `updated` takes the later timestamp and `created` the earlier; any other key changed differently on both
   sides is a conflict.
 - The body: when both sides only appended to the ancestor's body, the appended `## <timestamp>` sections of
-  both are merged in timestamp order (ours first on a tie, a section both sides hold kept once), one blank
+  both are merged in timestamp order (sections of the same second in text order, a section both sides hold kept
+  once), one blank
   line between sections. When one side left the body alone, the other side's body wins. Otherwise git's own
   line merge (`git merge-file`) decides; when it cannot, the file gets git's conflict markers and the merge
   is a conflict.
@@ -201,15 +202,9 @@ def merge_appends(base: str, ours: str, theirs: str) -> str | None:
     mine, other = _sections(ours_tail), _sections(theirs_tail)
     held = {text for _, text in mine}
     other = [(when, text) for when, text in other if text not in held]
-    merged: list[str] = []
-    i = j = 0
-    while i < len(mine) or j < len(other):
-        if j >= len(other) or (i < len(mine) and mine[i][0] <= other[j][0]):
-            merged.append(mine[i][1])
-            i += 1
-        else:
-            merged.append(other[j][1])
-            j += 1
+    # Sorted by (time, text), so that both machines order sections of the same second alike, whichever
+    # of them runs the merge: a later merge then finds the earlier result as the common prefix again.
+    merged = [text for _, text in sorted(mine + other)]
     blocks = [trunk] if trunk else []
     blocks += merged
     return "\n\n".join(blocks) + "\n" if blocks else ""

@@ -443,7 +443,8 @@ def sync_vault(
     for note in outcome.pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)
-        if original is not None:
+        # A conflict copy that arrived (not one whose removal arrived) is a conflict here too.
+        if original is not None and os.path.lexists(Path(config.vault_root, note)):
             origin = f"{folder}/{original}" if folder else original
             if origin not in conflicts:
                 conflicts.append(origin)
