@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from datetime import datetime
 
 #: A conflict copy beside a note: `<stem>.conflict-<commit>[-N]<ext>`, holding the other machine's version.
@@ -212,6 +210,9 @@ def merge_appends(base: str, ours: str, theirs: str) -> str | None:
 
 def _merge_file(base: str, ours: str, theirs: str, labels: tuple[str, str, str], marker: str) -> tuple[int, str]:
     """git's own three-way line merge of three texts: (exit status, result with markers on conflict)."""
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="amem-merge-") as scratch:
         paths = []
         for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
