@@ -268,3 +268,13 @@ def test_unknown_remote_name_is_a_git_error(remote: Path, tmp_path: Path) -> Non
     append(a, "x", "hello")
     proc = amem(a, "sync", "--remote", "nowhere")
     assert proc.returncode == 6 and "no remote named nowhere" in error_of(proc)["message"]
+
+
+def test_sync_through_the_cli_runner_reports_a_missing_remote(vault: Path, amem: Any) -> None:
+    init_repo(vault)
+    append(vault, "x", "hello")
+    result = amem("sync")
+    assert result.exit_code == 6
+    assert json.loads(result.stderr)["error"]["code"] == "git"
+    head = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=vault, capture_output=True)
+    assert head.returncode != 0  # refused before committing anything
