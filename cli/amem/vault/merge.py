@@ -7,12 +7,13 @@ sides changed. It reads the common ancestor (O), ours (A) and theirs (B), writes
 - Frontmatter merges key by key: a key one side changed takes that side's value; when both changed it,
   `updated` takes the later timestamp and `created` the earlier; any other key changed differently on both
   sides is a conflict.
-- The body: when both sides only appended to the ancestor's body, the appended `## <timestamp>` sections of
-  both are merged in timestamp order (sections of the same second in text order, a section both sides hold kept
-  once), one blank
-  line between sections. When one side left the body alone, the other side's body wins. Otherwise git's own
-  line merge (`git merge-file`) decides; when it cannot, the file gets git's conflict markers and the merge
-  is a conflict.
+- The body merges by content: it is cut into `## <timestamp>` sections (keyed by the heading) and each
+  section into paragraphs, and each section ends with the paragraphs of both sides (a paragraph one side
+  removed is removed; one both added is kept once), sections in timestamp order, one blank line between
+  blocks. So appends made on two machines always merge, whatever order earlier merges put them in. When
+  one side left the body alone, the other side's body is taken as it is. When both sides removed or edited
+  something of the ancestor's, git's own line merge (`git merge-file`) decides; when it cannot, the file
+  gets git's conflict markers and the merge is a conflict.
 
 Only the standard library is imported: git starts this once per conflicting note, so start-up is the cost.
 """
@@ -156,14 +157,33 @@ def _stamp(text: str) -> float | None:
         return None
 
 
-def _sections(tail: str) -> list[tuple[float, str]]:
-    """An appended tail cut at its `## <timestamp>` headings (outside code), each with its time.
+class _Section:
+    """A `## <timestamp>` section (or the text before the first one): its heading and its paragraphs."""
 
-    Text before the first such heading continues the ancestor's last section and sorts first."""
-    sections: list[tuple[float, list[str]]] = [(float("-inf"), [])]
+    __slots__ = ("heading", "moment", "paragraphs")
+
+    def __init__(self, heading: str, moment: float) -> None:
+        self.heading = heading
+        self.moment = moment
+        self.paragraphs: list[str] = []
+
+
+def _sections(body: str) -> dict[str, _Section]:
+    """The body cut at its `## <timestamp>` headings (outside code), and each section into paragraphs
+    (blocks between blank lines, a fenced block whole). A heading that occurs twice is one section."""
+    preamble = _Section("", float("-inf"))
+    sections = {"": preamble}
+    current = preamble
+    block: list[str] = []
     fence: str | None = None
-    for line in tail.split("\n"):
-        moment = None
+
+    def close() -> None:
+        text = "\n".join(block).strip("\n")
+        if text.strip():
+            current.paragraphs.append(text)
+        block.clear()
+
+    for line in body.split("\n"):
         code = _CODE_FENCE.match(line)
         if code:
             mark = code.group(1)
@@ -173,38 +193,71 @@ def _sections(tail: str) -> list[tuple[float, str]]:
                 fence = None
         elif fence is None and (heading := _STAMP_HEADING.match(line)):
             moment = _stamp(heading.group(1))
-        if moment is not None:
-            sections.append((moment, [line]))
+            if moment is not None:
+                close()
+                key = line.rstrip()
+                current = sections.setdefault(key, _Section(key, moment))
+                continue
+        if fence is None and not line.strip():
+            close()
         else:
-            sections[-1][1].append(line)
-    cut = [(when, "\n".join(lines).strip("\n")) for when, lines in sections]
-    return [(when, text) for when, text in cut if text.strip()]
+            block.append(line)
+    close()
+    return sections
 
 
-def _tail(body: str, base: str) -> str | None:
-    """What `body` appended to `base`, or None when it changed more than the end."""
-    if not body.startswith(base):
-        return None
-    rest = body[len(base) :]
-    if base and rest and not rest.startswith("\n"):
-        return None
-    return rest.strip("\n")
+def _counts(items: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return counts
+
+
+def _removed(base: dict[str, _Section], side: dict[str, _Section]) -> bool:
+    """True when `side` lost a paragraph the ancestor had: it edited or deleted, not only appended."""
+    for key, section in base.items():
+        have = _counts(side[key].paragraphs) if key in side else {}
+        for paragraph, count in _counts(section.paragraphs).items():
+            if have.get(paragraph, 0) < count:
+                return True
+    return False
 
 
 def merge_appends(base: str, ours: str, theirs: str) -> str | None:
-    """Both sides' appended sections after `base`, in timestamp order; None when either did more."""
-    trunk = base.rstrip()
-    ours_tail, theirs_tail = _tail(ours.rstrip(), trunk), _tail(theirs.rstrip(), trunk)
-    if ours_tail is None or theirs_tail is None:
+    """Both sides' sections and paragraphs merged, sections in timestamp order; None when both sides
+    removed or edited something of the ancestor's (a real conflict, or git's line merge to decide).
+
+    The merge is by content, not by position: each section (keyed by its heading) ends with the
+    paragraphs of both sides, so two machines that merged each other's appends in different orders
+    still agree on what a note holds."""
+    b, o, t = _sections(base), _sections(ours), _sections(theirs)
+    if _removed(b, o) and _removed(b, t):
         return None
-    mine, other = _sections(ours_tail), _sections(theirs_tail)
-    held = {text for _, text in mine}
-    other = [(when, text) for when, text in other if text not in held]
-    # Sorted by (time, text), so that both machines order sections of the same second alike, whichever
-    # of them runs the merge: a later merge then finds the earlier result as the common prefix again.
-    merged = [text for _, text in sorted(mine + other)]
-    blocks = [trunk] if trunk else []
-    blocks += merged
+    keys = list(dict.fromkeys([*o, *t]))
+    merged: list[_Section] = []
+    for key in keys:
+        mine = o[key].paragraphs if key in o else []
+        other = t[key].paragraphs if key in t else []
+        before = _counts(b[key].paragraphs) if key in b else {}
+        cm, co = _counts(mine), _counts(other)
+        wanted: dict[str, int] = {}
+        for paragraph in dict.fromkeys([*mine, *other]):
+            cb, x, y = before.get(paragraph, 0), cm.get(paragraph, 0), co.get(paragraph, 0)
+            wanted[paragraph] = y if x == cb else x if y == cb else max(x, y)
+        section = _Section(key, (o.get(key) or t[key]).moment)
+        for paragraph in [*mine, *other]:
+            if wanted.get(paragraph, 0) > 0:
+                section.paragraphs.append(paragraph)
+                wanted[paragraph] -= 1
+        in_both = key in o and key in t
+        if section.paragraphs or key == "" or in_both or key not in b:
+            merged.append(section)
+    merged.sort(key=lambda s: (s.moment, s.heading))
+    blocks = []
+    for section in merged:
+        parts = ([section.heading] if section.heading else []) + section.paragraphs
+        if parts:
+            blocks.append("\n\n".join(parts))
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
