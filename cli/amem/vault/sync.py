@@ -279,74 +279,126 @@ class _Merge:
     conflicted: list[str]
 
 
-def _merge(place: _Place, head: str, theirs: str) -> _Merge:
-    """A merge commit of HEAD and the remote's commit, made without the work tree; conflicts resolved by
-    keeping ours at the path and theirs in a conflict copy."""
+_NO_ENTRY = "0" * 40
+
+
+def _merge(place: _Place, head: str, theirs: str, extensions: tuple[str, ...]) -> _Merge:
+    """A merge commit of HEAD and the remote's commit, made without the work tree.
+
+    git merges the tree (`merge-tree`); the notes both sides changed are merged here, in this process,
+    with the same rules as the merge driver a plain `git merge` uses, instead of one driver process per
+    note. A real conflict keeps ours at the path and theirs in a conflict copy beside it."""
     repo = place.repo
-    proc = _run(
-        ["merge-tree", "--write-tree", "-z", "--name-only", "--allow-unrelated-histories", head, theirs],
-        repo.top,
-        check=False,
-    )
+    # The driver is switched off for this merge: each note it would merge comes back as a conflict with
+    # its three versions, merged below.
+    argv = ["-c", f"merge.{DRIVER_NAME}.driver=false", "merge-tree", "--write-tree", "-z"]
+    proc = _run([*argv, "--allow-unrelated-histories", head, theirs], repo.top, check=False)
     if proc.returncode not in (0, 1):
         raise GitError(_failure(["merge-tree"], proc))
     fields = proc.stdout.split(b"\0")
     tree = fields[0].decode("ascii")
-    conflicted: list[str] = []
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
     if proc.returncode == 1:
-        for name in fields[1:]:
-            if not name:
-                break  # the file list ends with an empty field; informational messages follow
-            path = os.fsdecode(name)
-            if path not in conflicted:
-                conflicted.append(path)
+        for item in fields[1:]:
+            if not item:
+                break  # the conflicted entries end with an empty field; messages follow
+            meta, _, name = item.partition(b"\t")
+            mode, oid, stage = meta.decode("ascii").split()
+            stages.setdefault(os.fsdecode(name), {})[int(stage)] = (mode, oid)
     kept: list[str] = []
-    if conflicted:
-        tree, kept = _resolve(repo, tree, head, theirs, conflicted)
+    if stages:
+        tree, kept = _resolve(repo, tree, theirs, stages, extensions)
     ident_env, _ = _identity(repo)
     message = f"amem: sync with {place.remote}"
     args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-p", head, "-p", theirs, "-m", message]
     return _Merge(_out(_run(args, repo.top, env=ident_env)), kept)
 
 
-def _blob(repo: Repository, commit: str, path: str) -> tuple[str, str] | None:
-    proc = _run(["ls-tree", "-z", "--full-tree", commit, "--", path], repo.top)
-    for item in proc.stdout.split(b"\0"):
-        meta, _, name = item.partition(b"\t")
-        if name and os.fsdecode(name) == path:
-            mode, kind, oid = meta.decode("ascii").split()
-            return (mode, oid) if kind == "blob" else None
-    return None
+def _read_blobs(repo: Repository, oids: list[str]) -> dict[str, bytes]:
+    """The contents of blobs, in one `git cat-file --batch`."""
+    if not oids:
+        return {}
+    unique = list(dict.fromkeys(oids))
+    out = _run(["cat-file", "--batch"], repo.top, input="".join(f"{o}\n" for o in unique).encode()).stdout
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for oid in unique:
+        header_end = out.index(b"\n", pos)
+        size = int(out[pos:header_end].split()[2])
+        blobs[oid] = out[header_end + 1 : header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+    return blobs
 
 
-def _resolve(repo: Repository, tree: str, head: str, theirs: str, paths: list[str]) -> tuple[str, list[str]]:
-    """The merged tree with each conflicted path holding our version and theirs beside it in a copy.
+def _write_blobs(repo: Repository, contents: list[bytes], scratch: str) -> list[str]:
+    """Store contents as blobs, in one `git hash-object`; their ids in order."""
+    paths = []
+    for n, data in enumerate(contents):
+        path = os.path.join(scratch, f"blob-{n}")
+        Path(path).write_bytes(data)
+        paths.append(path)
+    proc = _run(["hash-object", "-w", "--no-filters", "--stdin-paths"], repo.top, input="\n".join(paths).encode())
+    return proc.stdout.decode("ascii").split()
 
-    When one side deleted the file and the other changed it, the changed version stays: nothing is lost."""
-    kept: list[str] = []
+
+def _resolve(
+    repo: Repository,
+    tree: str,
+    theirs: str,
+    stages: dict[str, dict[int, tuple[str, str]]],
+    extensions: tuple[str, ...],
+) -> tuple[str, list[str]]:
+    """The merged tree with every conflicted path settled: notes merged by content where they can be;
+    otherwise our version at the path and theirs beside it in a conflict copy. When one side deleted
+    the file and the other changed it, the changed version stays: nothing is lost."""
+    from .merge import merge_texts
+
+    suffixes = tuple(e.lower() for e in extensions)
+    wanted = [oid for found in stages.values() for _, oid in found.values()]
+    blobs = _read_blobs(repo, wanted)
+    entries: list[tuple[str, str, str]] = []  # (mode, oid, path); oid _NO_ENTRY removes the path
+    merged_paths: list[tuple[str, str]] = []
+    merged_texts: list[bytes] = []
+    conflicted: list[str] = []
+    for path, found in stages.items():
+        ours, other = found.get(2), found.get(3)
+        if ours is not None and other is not None and path.lower().endswith(suffixes):
+            base = blobs[found[1][1]] if 1 in found else b""
+            clean, text = merge_texts(
+                *(x.decode("utf-8", "surrogateescape") for x in (base, blobs[ours[1]], blobs[other[1]])), name=path
+            )
+            if clean:
+                merged_paths.append((ours[0], path))
+                merged_texts.append(text.encode("utf-8", "surrogateescape"))
+                continue
+        if ours is not None:
+            entries.append((ours[0], ours[1], path))
+            if other is not None and other[1] != ours[1]:
+                conflicted.append(path)
+        elif other is not None:
+            entries.append((other[0], other[1], path))
+        else:
+            entries.append(("0", _NO_ENTRY, path))
     with tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
+        for (mode, path), oid in zip(merged_paths, _write_blobs(repo, merged_texts, scratch), strict=True):
+            entries.append((mode, oid, path))
+        kept: list[str] = []
+        if conflicted:
+            listing = _run(["ls-tree", "-r", "-z", "--name-only", tree], repo.top).stdout
+            taken = {os.fsdecode(name) for name in listing.split(b"\0") if name}
+            for path in conflicted:
+                mode, oid = stages[path][3]
+                folder, name = os.path.split(path)
+                siblings = {os.path.basename(t) for t in taken if os.path.dirname(t) == folder}
+                copy = conflict_copy_name(name, theirs, siblings)
+                copy_path = f"{folder}/{copy}" if folder else copy
+                taken.add(copy_path)
+                entries.append((mode, oid, copy_path))
+                kept.append(path)
         env = {"GIT_INDEX_FILE": os.path.join(scratch, "merge")}
         _run(["read-tree", tree], repo.top, env=env)
-        taken = set(_run(["ls-tree", "-r", "-z", "--name-only", tree], repo.top).stdout.decode().split("\0"))
-        for path in paths:
-            ours, other = _blob(repo, head, path), _blob(repo, theirs, path)
-            entries: list[tuple[str, tuple[str, str]]] = []
-            if ours is not None:
-                entries.append((path, ours))
-                if other is not None and other[1] != ours[1]:
-                    folder, name = os.path.split(path)
-                    siblings = {os.path.basename(t) for t in taken if os.path.dirname(t) == folder}
-                    copy = conflict_copy_name(name, theirs, siblings)
-                    copy_path = f"{folder}/{copy}" if folder else copy
-                    taken.add(copy_path)
-                    entries.append((copy_path, other))
-                    kept.append(path)
-            elif other is not None:
-                entries.append((path, other))
-            for where, (mode, oid) in entries:
-                _run(["update-index", "--add", "--cacheinfo", f"{mode},{oid},{where}"], repo.top, env=env)
-            if not entries:
-                _run(["update-index", "--force-remove", "--", path], repo.top, env=env)
+        info = b"".join(f"{mode} {oid}\t".encode() + os.fsencode(path) + b"\0" for mode, oid, path in entries)
+        _run(["update-index", "-z", "--index-info"], repo.top, env=env, input=info)
         return _out(_run(["write-tree"], repo.top, env=env)), kept
 
 
@@ -419,7 +471,7 @@ def sync_vault(
             elif _is_ancestor(repo, head, theirs):
                 new = theirs
             else:
-                merged = _merge(place, head, theirs)
+                merged = _merge(place, head, theirs, config.extensions)
                 new, outcome.commit = merged.commit, merged.commit
                 conflicted += [p for p in merged.conflicted if p not in conflicted]
             if new != head:
