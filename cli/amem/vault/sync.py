@@ -459,8 +459,10 @@ def sync_vault(
     start = head_commit(repo)
     pulled: list[str] = []
     conflicted: list[str] = []
-    for _attempt in range(PUSH_ATTEMPTS):
-        head = head_commit(repo)
+    head = start
+    for attempt in range(PUSH_ATTEMPTS):
+        if attempt:
+            head = head_commit(repo)
         theirs = _fetch(place)
         new = head
         if theirs is not None and theirs != head:
@@ -486,7 +488,7 @@ def sync_vault(
             break
     else:
         raise GitError(f"the remote {place.remote} kept moving; {PUSH_ATTEMPTS} pushes were rejected, sync again")
-    end = head_commit(repo)
+    end = new
     if end is not None and end != start:
         # What differs from what we had before integrating: the remote's changes, never our own.
         pulled = _changed(repo, start, end, place.pathspec)
