@@ -79,6 +79,10 @@ class _Place:
     remote_ref: str
     tracking_ref: str
     settings: dict[str, str]
+    #: HEAD's commit when the sync started (None before the first commit), and whether the vault's
+    #: files had changes to commit.
+    head: str | None = None
+    pending: bool = False
 
     @property
     def pathspec(self) -> str:
@@ -131,10 +135,23 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
         )
     real_vault, real_top = os.path.realpath(vault), os.path.realpath(repo.top)
     folder = "" if real_vault == real_top else repo.relpath(vault)
-    branch_proc = _run(["symbolic-ref", "--quiet", "--short", "HEAD"], repo.top, check=False)
-    if branch_proc.returncode != 0:
+    # One status call says the branch, HEAD's commit and whether the vault's files have changes.
+    status = _run(
+        ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", folder or "."], repo.top
+    )
+    head: str | None = None
+    branch = "(detached)"
+    pending = False
+    for item in status.stdout.split(b"\0"):
+        if item.startswith(b"# branch.oid "):
+            oid = item[len(b"# branch.oid ") :].decode("ascii")
+            head = None if oid == "(initial)" else oid
+        elif item.startswith(b"# branch.head "):
+            branch = os.fsdecode(item[len(b"# branch.head ") :])
+        elif item and not item.startswith(b"#"):
+            pending = True
+    if branch == "(detached)":
         raise GitError("the vault's git repository is not on a branch (detached HEAD); check out a branch to sync")
-    branch = _out(branch_proc)
     if folder and not whole_repo:
         raise GitError(
             f"the vault is the folder {folder}/ of a larger git repository; `amem sync` would commit only the "
@@ -163,7 +180,7 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     tracked_remote = _setting(settings, "branch", branch, "remote")
     remote_ref = merge if merge and tracked_remote == chosen else f"refs/heads/{branch}"
     tracking_ref = f"refs/remotes/{chosen}/{remote_ref.removeprefix('refs/heads/')}"
-    return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings)
+    return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings, head, pending)
 
 
 def driver_command() -> str:
@@ -171,8 +188,9 @@ def driver_command() -> str:
     return f"{shlex.quote(sys.executable)} -m amem.vault.merge %O %A %B %L %P"
 
 
-def _set_up_merging(config: Config, place: _Place) -> None:
-    """Register the note merge driver in the repository config and for the vault's notes in `.gitattributes`."""
+def _set_up_merging(config: Config, place: _Place) -> bool:
+    """Register the note merge driver in the repository config and for the vault's notes in `.gitattributes`;
+    True when `.gitattributes` had to be written."""
     command = driver_command()
     if place.settings.get(f"merge.{DRIVER_NAME}.driver") != command:
         _run(["config", f"merge.{DRIVER_NAME}.name", "amem: append-aware merge of notes"], place.repo.top)
@@ -193,19 +211,20 @@ def _set_up_merging(config: Config, place: _Place) -> None:
             attributes.write_text(prefix + "".join(f"{line}\n" for line in missing), encoding="utf-8")
         except OSError as exc:
             raise GitError(f"cannot write the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
+        return True
+    return False
 
 
 # --- committing the vault's pending changes ---------------------------------------------------------
 
 
-def _commit_pending(place: _Place, reporter: Reporter) -> str | None:
+def _commit_pending(place: _Place, reporter: Reporter, pending: bool) -> str | None:
     """Commit every change under the vault's folder (as `git add -A` there would), and nothing else.
 
     The commit is built in a temporary index seeded from HEAD; afterwards the user's index takes the
     committed entries for the vault's paths only, so whatever else is staged stays staged and uncommitted."""
     repo, spec = place.repo, place.pathspec
-    status = _run(["status", "--porcelain", "-z", "--untracked-files=all", "--", spec], repo.top)
-    if not status.stdout:
+    if not pending:
         return None
     ident_env, warnings = _identity(repo)
     for message in warnings:
@@ -452,11 +471,11 @@ def sync_vault(
     place = _locate(config, remote, whole_repo)
     repo = place.repo
     outcome = SyncOutcome(remote=place.remote)
-    _set_up_merging(config, place)
-    made = _commit_pending(place, reporter)
+    wrote_attributes = _set_up_merging(config, place)
+    made = _commit_pending(place, reporter, place.pending or wrote_attributes)
     if made is not None:
         outcome.commit = made
-    start = head_commit(repo)
+    start = made or place.head
     pulled: list[str] = []
     conflicted: list[str] = []
     head = start
