@@ -2,7 +2,8 @@
 
     python tests/bench/bench_sync.py [--runs 10] [--notes 1000]
 
-1. sync with nothing to do, vs `git fetch && git status` in the same clone (farm-bench, paired runs);
+1. sync with nothing to do, vs `git fetch && git status` in the same clone, and vs `amem --version`
+   (farm-bench, paired runs);
 2. sync after 100 notes were appended to on each side (the same 100 notes: every one goes through the merge
    driver), wall time of the second machine's sync, median of --runs rounds;
 3. `amem history` of a note with 2,000 commits vs `git log --follow` of it (farm-bench, paired runs).
@@ -74,6 +75,7 @@ def main() -> None:
         env = {**os.environ, "AMEM_VAULT": str(a)}
         print(f"# {args.notes} notes; nothing to do", flush=True)
         farm(a, [AMEM, "sync"], "sh -c 'git fetch -q && git status >/dev/null'", args.runs, env)
+        farm(a, [AMEM, "sync"], f"{AMEM} --version", args.runs, env)
 
         print("# 100 notes appended to on each side (the same notes), the second machine's sync", flush=True)
         changed = names[:100]
