@@ -323,3 +323,44 @@ def test_sync_through_the_cli_runner_reports_a_missing_remote(vault: Path, amem:
     assert json.loads(result.stderr)["error"]["code"] == "git"
     head = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=vault, capture_output=True)
     assert head.returncode != 0  # refused before committing anything
+
+
+def test_a_plain_git_pull_merges_appends_through_the_registered_driver(remote: Path, tmp_path: Path) -> None:
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    append(a, "log", "start")
+    sync(a)
+    sync(b)  # registers the driver in B's repository config
+    assert "amem.vault.merge" in git(b, "config", "merge.amem.driver")
+    append(a, "log", "appended on A")
+    sync(a)
+    append(b, "log", "appended on B")
+    commit_all(b, "B's own commit")
+    git(b, "-c", "pull.rebase=false", "pull", "-q", "--no-edit", "origin", "HEAD")
+    text = (b / "log.md").read_text()
+    assert "appended on A" in text and "appended on B" in text and "<<<<<<<" not in text
+    assert text.count("---\n") == 2 and "\n\n\n" not in text
+
+
+def test_a_local_change_in_the_way_of_the_pull_stops_it_and_loses_nothing(remote: Path, tmp_path: Path) -> None:
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    for project in (a, b):
+        (project / "memory").mkdir()
+    (a / "src.py").write_text("v1\n")
+    commit_all(a, "code")
+    git(a, "push", "-q", "origin", "HEAD")
+    git(b, "pull", "-q", "origin", "HEAD")
+    (a / "src.py").write_text("v2 from A\n")
+    commit_all(a, "code v2")
+    git(a, "push", "-q", "origin", "HEAD")
+    (b / "src.py").write_text("B's uncommitted edit\n")
+    append(b / "memory", "x", "note on B")
+    before = git(b, "rev-parse", "HEAD")
+
+    proc = amem(b / "memory", "sync", "--whole-repo")
+
+    assert proc.returncode == 6
+    message = error_of(proc)["message"]
+    assert "would be overwritten" in message and "src.py" in message
+    assert (b / "src.py").read_text() == "B's uncommitted edit\n"
+    assert "note on B" in (b / "memory" / "x.md").read_text()
+    assert git(b, "rev-parse", "HEAD~1") == before  # the note was committed, HEAD not moved past it
