@@ -6,6 +6,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from datetime import UTC
@@ -364,3 +365,15 @@ def test_a_local_change_in_the_way_of_the_pull_stops_it_and_loses_nothing(remote
     assert (b / "src.py").read_text() == "B's uncommitted edit\n"
     assert "note on B" in (b / "memory" / "x.md").read_text()
     assert git(b, "rev-parse", "HEAD~1") == before  # the note was committed, HEAD not moved past it
+
+
+def test_an_unreachable_remote_is_a_git_error_naming_the_remote_not_its_path(remote: Path, tmp_path: Path) -> None:
+    a = clone(remote, tmp_path / "a")
+    append(a, "x", "hello")
+    shutil.rmtree(remote)
+    proc = amem(a, "sync")
+    assert proc.returncode == 6
+    message = error_of(proc)["message"]
+    assert message.startswith("git fetch failed") and "<remote origin>" in message
+    assert str(tmp_path) not in proc.stderr
+    assert "hello" in (a / "x.md").read_text()

@@ -20,7 +20,8 @@ from . import complete_note_id
 def command(app: object, note_id: str, depth: int | None) -> None:
     """Read note ID: frontmatter, body, links, linked notes, backlinks, version, mtime, modifiedExternally.
 
-    ID is vault-relative; the extension may be left out (notes/x means notes/x.md).
+    ID is vault-relative; the extension may be left out (notes/x means notes/x.md). `conflict` is true
+    while a conflict copy left by `amem sync` (NOTE.conflict-COMMIT.md) lies beside the note.
     """
     from ..vault.read import read_note
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -274,7 +275,7 @@ def _fetch(place: _Place) -> str | None:
     if proc.returncode != 0:
         if "couldn't find remote ref" in _stderr(proc):
             return None
-        raise GitError(_failure(["fetch"], proc))
+        raise GitError(_hide_url(place, f"git fetch failed: {_problem(proc)}"))
     return _out(_run(["rev-parse", "--verify", "--quiet", f"{place.tracking_ref}^{{commit}}"], place.repo.top))
 
 
@@ -450,9 +451,26 @@ def _push(place: _Place, commit: str) -> bool:
     text = _stderr(proc) + proc.stdout.decode("utf-8", "replace")
     if "[rejected]" in text or "fetch first" in text or "non-fast-forward" in text or "stale info" in text:
         return False
-    lines = [line for line in _stderr(proc).splitlines() if line.strip() and not line.startswith("To ")]
-    detail = lines[-1].removeprefix("error: ").removeprefix("fatal: ") if lines else f"exit status {proc.returncode}"
-    raise GitError(f"git push failed: {detail}")
+    raise GitError(_hide_url(place, f"git push failed: {_problem(proc)}"))
+
+
+def _problem(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """What went wrong, from a network command's stderr: its first `fatal:` or `error:` line (the lines
+    after it are advice), else its first line."""
+    lines = [line.strip() for line in _stderr(proc).splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal: ", "error: ")):
+            return line.removeprefix("fatal: ").removeprefix("error: ")
+    return lines[0] if lines else f"exit status {proc.returncode}"
+
+
+def _hide_url(place: _Place, message: str) -> str:
+    """git's message with the remote's URL (a host path, for a local remote) shown as the remote's name."""
+    url = place.settings.get(f"remote.{place.remote}.url")
+    if url:
+        for spelling in {url, os.path.realpath(url) if os.path.isabs(url) else url}:
+            message = message.replace(spelling, f"<remote {place.remote}>")
+    return message
 
 
 def _ids(place: _Place, paths: list[str], extensions: tuple[str, ...]) -> list[str]:
