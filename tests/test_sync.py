@@ -377,3 +377,19 @@ def test_an_unreachable_remote_is_a_git_error_naming_the_remote_not_its_path(rem
     assert message.startswith("git fetch failed") and "<remote origin>" in message
     assert str(tmp_path) not in proc.stderr
     assert "hello" in (a / "x.md").read_text()
+
+
+def test_a_conflicting_file_that_is_not_a_note_is_kept_both_ways_and_reported(remote: Path, tmp_path: Path) -> None:
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    (a / "files").mkdir()
+    (a / "files" / "data.bin").write_bytes(b"\x00base")
+    sync(a)
+    sync(b)
+    (a / "files" / "data.bin").write_bytes(b"\x00from A")
+    (b / "files" / "data.bin").write_bytes(b"\x00from B")
+    sync(a)
+    result = sync(b)
+    assert result["conflicts"] == ["files/data.bin"]
+    assert (b / "files" / "data.bin").read_bytes() == b"\x00from B"
+    copies = list((b / "files").glob("data.conflict-*.bin"))
+    assert len(copies) == 1 and copies[0].read_bytes() == b"\x00from A"

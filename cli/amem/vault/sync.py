@@ -530,7 +530,15 @@ def sync_vault(
         # What differs from what we had before integrating: the remote's changes, never our own.
         pulled = _changed(repo, start, end, place.pathspec)
     outcome.pulled = _ids(place, pulled, config.extensions)
-    conflicts = _ids(place, conflicted, config.extensions)
+    # Every conflicted file of the vault is reported, a note or not; one outside it (a project file,
+    # under --whole-repo) is said as a warning, with its repository path.
+    conflicts: list[str] = []
+    for path in conflicted:
+        inside = place.note_id(path)
+        if inside is not None:
+            conflicts.append(inside)
+        else:
+            reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
     for note in outcome.pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)
