@@ -6,7 +6,10 @@
    (farm-bench, paired runs);
 2. sync after 100 notes were appended to on each side (the same 100 notes: every one goes through the merge
    driver), wall time of the second machine's sync, median of --runs rounds;
-3. `amem history` of a note with 2,000 commits vs `git log --follow` of it (farm-bench, paired runs).
+3. `amem history` of a note with 2,000 commits vs `git log --follow` of it (farm-bench, paired runs);
+4. with --interleave N: machines A and B each append N sections to one note with real `amem write`
+   processes and sync in a random interleaving; checks every section is present once in both clones and
+   prints the syncs' median time.
 Everything is local; the temporary folder is removed at the end.
 """
 
@@ -57,6 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--notes", type=int, default=1000)
+    parser.add_argument("--interleave", type=int, default=0, metavar="N")
     args = parser.parse_args()
     for role in ("AUTHOR", "COMMITTER"):
         os.environ[f"GIT_{role}_NAME"] = "bench"
@@ -117,8 +121,46 @@ def main() -> None:
             args.runs,
             env,
         )
+        if args.interleave:
+            interleave(root, args.interleave)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def interleave(root: Path, count: int) -> None:
+    import random
+    import re
+
+    remote = root / "log.git"
+    git(root, "init", "-q", "--bare", str(remote))
+    machines = [root / "ia", root / "ib"]
+    for machine in machines:
+        git(root, "clone", "-q", str(remote), str(machine))
+    done = {m: 0 for m in machines}
+    rng = random.Random(16)
+    times = []
+    while min(done.values()) < count:
+        machine = rng.choice([m for m in machines if done[m] < count])
+        for _ in range(min(rng.randint(1, 20), count - done[machine])):
+            done[machine] += 1
+            env = {**os.environ, "AMEM_VAULT": str(machine)}
+            subprocess.run(
+                [AMEM, "write", "log", f"{machine.name}-{done[machine]}"], env=env, check=True, capture_output=True
+            )
+        if rng.random() < 0.7:
+            times.append(amem_sync(machine))
+    for machine in (*machines, machines[0]):
+        times.append(amem_sync(machine))
+    texts = [(m / "log.md").read_text() for m in machines]
+    ok = texts[0] == texts[1] and all(
+        sorted(re.findall(rf"^{m.name}-\d+$", texts[0], re.M)) == sorted(f"{m.name}-{n}" for n in range(1, count + 1))
+        for m in machines
+    )
+    print(
+        f"interleaved {count} appends on each of 2 machines: {'every section once in both' if ok else 'MISMATCH'}; "
+        f"{len(times)} syncs, median {statistics.median(times):.2f} s",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
