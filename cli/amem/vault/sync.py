@@ -18,7 +18,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,6 @@ from .git import (
     find_repository,
     head_commit,
 )
-from .merge import conflict_copy_name, original_of_copy
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -230,6 +228,8 @@ def _commit_pending(place: _Place, reporter: Reporter, pending: bool) -> str | N
     ident_env, warnings = _identity(repo)
     for message in warnings:
         reporter.warn(message)
+    import tempfile
+
     with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
         head = head_commit(repo)
         index_env = {"GIT_INDEX_FILE": os.path.join(scratch, "commit")}
@@ -371,7 +371,9 @@ def _resolve(
     """The merged tree with every conflicted path settled: notes merged by content where they can be;
     otherwise our version at the path and theirs beside it in a conflict copy. When one side deleted
     the file and the other changed it, the changed version stays: nothing is lost."""
-    from .merge import merge_texts
+    import tempfile
+
+    from .merge import conflict_copy_name, merge_texts
 
     suffixes = tuple(e.lower() for e in extensions)
     wanted = [oid for found in stages.values() for _, oid in found.values()]
@@ -539,6 +541,8 @@ def sync_vault(
             conflicts.append(inside)
         else:
             reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
+    if outcome.pulled:
+        from .merge import original_of_copy
     for note in outcome.pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)
