@@ -8,9 +8,9 @@ from typing import Any
 from ..errors import NotFound
 from ..output import quote, warn
 from ..timefmt import from_epoch
+from .conflicts import has_conflict_copy
 from .index import VaultIndex
 from .links import extract_links
-from .merge import has_conflict_copy
 from .notes import note_title, parse_note, version_of
 from .paths import NoteRef, resolve_note
 

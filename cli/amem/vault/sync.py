@@ -373,7 +373,8 @@ def _resolve(
     the file and the other changed it, the changed version stays: nothing is lost."""
     import tempfile
 
-    from .merge import conflict_copy_name, merge_texts
+    from .conflicts import conflict_copy_name
+    from .merge import merge_texts
 
     suffixes = tuple(e.lower() for e in extensions)
     wanted = [oid for found in stages.values() for _, oid in found.values()]
@@ -542,7 +543,7 @@ def sync_vault(
         else:
             reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
     if outcome.pulled:
-        from .merge import original_of_copy
+        from .conflicts import original_of_copy
     for note in outcome.pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)
