@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,28 @@ def test_history_lists_every_commit_newest_first(repo_vault: Path, amem: Any) ->
 
     limited = amem("history", "notes/x.md", "--limit", "2").json
     assert [c["hash"] for c in limited["commits"]] == hashes[:0:-1]
+
+
+def test_history_runs_one_git_process(repo_vault: Path, tmp_path: Path) -> None:
+    note = repo_vault / "x.md"
+    for n in range(3):
+        note.write_text(f"version {n}\n")
+        commit_all(repo_vault, f"edit {n}")
+    real_git = shutil.which("git")
+    assert real_git is not None
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    calls = tmp_path / "git-calls"
+    (shims / "git").write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\nexec "{real_git}" "$@"\n')
+    (shims / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "amem", "history", "x"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["commits"]) == 3
+    logged = calls.read_text().strip("\n").split("\n")
+    assert len(logged) == 1 and " log " in f" {logged[0]} "
 
 
 def test_history_follows_a_rename(repo_vault: Path, amem: Any) -> None:

@@ -67,7 +67,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "read": (
         ["read", "x"],
         NOTES,
-        NOTES_AMEM | {"amem.vault.read", "amem.vault.search"},
+        NOTES_AMEM | {"amem.vault.read", "amem.vault.search", "amem.vault.conflicts"},
         "amem.vault.read",
     ),
     "search": (["search", "x"], NOTES, NOTES_AMEM | {"amem.vault.search"}, "amem.vault.search"),
@@ -101,6 +101,12 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
         NOTES_AMEM | {"amem.vault.ops", "amem.vault.write", "amem.vault.search"},
         "amem.vault.ops",
+    ),
+    "sync": (
+        ["sync"],
+        GIT | {"fcntl", "shlex"},
+        frozenset({"amem.vault", "amem.vault.paths", "amem.vault.git", "amem.vault.sync"}),
+        "amem.vault.sync",
     ),
     "info": (
         ["info"],

@@ -29,7 +29,8 @@ from . import Command, complete_note_id
 def command(app: AppContext, note_id: str, depth: int | None) -> None:
     """Read note ID: frontmatter, body, links, linked notes, backlinks, version, mtime, modifiedExternally.
 
-    ID is vault-relative; the extension may be left out (notes/x means notes/x.md).
+    ID is vault-relative; the extension may be left out (notes/x means notes/x.md). `conflict` is true
+    while a conflict copy left by `amem sync` (NOTE.conflict-COMMIT.md) lies beside the note.
     """
     from ..vault.read import read_note
 

@@ -240,10 +240,7 @@ _RECORD = "\x1e"
 _FIELD = "\x1f"
 
 
-def file_log(repo: Repository, rel: str, limit: int | None = None) -> list[LogEntry]:
-    """The commits that changed `rel`, newest first, following renames; empty before the first commit."""
-    if head_commit(repo) is None:
-        return []
+def _log_args(limit: int | None) -> list[str]:
     args = [
         "log",
         "--follow",
@@ -254,8 +251,37 @@ def file_log(repo: Repository, rel: str, limit: int | None = None) -> list[LogEn
     ]
     if limit is not None:
         args.append(f"--max-count={limit}")
-    args += ["HEAD", "--", rel]
-    raw = _run(args, repo.top).stdout.decode("utf-8", "surrogateescape")
+    return args
+
+
+def file_log(repo: Repository, rel: str, limit: int | None = None) -> list[LogEntry]:
+    """The commits that changed `rel`, newest first, following renames; empty before the first commit."""
+    if head_commit(repo) is None:
+        return []
+    return _parse_log(_run([*_log_args(limit), "HEAD", "--", rel], repo.top).stdout)
+
+
+def note_log(path: Path, limit: int | None = None) -> list[LogEntry]:
+    """`file_log` for the file at `path` in whatever repository holds it, in one git process: git finds
+    the repository from the note's folder, and its failure says whether there is one."""
+    real = os.path.realpath(path)
+    folder = _nearest_existing_dir(Path(real).parent)
+    rel = os.path.relpath(real, folder)
+    proc = _run([*_log_args(limit), "--", rel], folder, check=False)
+    if proc.returncode == 0:
+        return _parse_log(proc.stdout)
+    message = _stderr(proc)
+    if "not a git repository" in message:
+        require_repository(folder)  # raises the same error as every other git command
+    if "does not have any commits yet" in message:
+        return []
+    if "outside repository" in message:
+        raise GitError("the note lies outside the git repository that holds the vault")
+    raise GitError(_failure(["log"], proc))
+
+
+def _parse_log(stdout: bytes) -> list[LogEntry]:
+    raw = stdout.decode("utf-8", "surrogateescape")
     entries = []
     for record in raw.split(_RECORD)[1:]:
         # With -z: "<fields>\0\n<path>\0" (the path is absent for a merge, which lists no files).
@@ -615,8 +641,7 @@ def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> dict
     """`{id, commits: [{hash, date, message, author}]}` for a NoteRef, newest first, following renames."""
     from ..timefmt import from_epoch
 
-    repo = require_repository(Path(ref.path).parent)
-    entries = file_log(repo, repo.relpath(ref.path), limit)
+    entries = note_log(Path(ref.path), limit)
     if not entries and not os.path.lexists(ref.path):
         raise NotFound(f'cannot read the history of note "{ref.id}": no such note')
     tz = config.tz

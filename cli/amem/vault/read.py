@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import IoError, NotFound
 from ..output import quote
 from ..timefmt import from_epoch
+from .conflicts import has_conflict_copy
 from .index import VaultIndex
 from .links import extract_links
 from .notes import note_title, parse_note, version_of
@@ -108,4 +109,6 @@ def read_note(
         "version": record["version"],
         "mtime": from_epoch(st.st_mtime, config.tz),
         "modifiedExternally": last is not None and last != record["version"],
+        # A sync that met two different overwrites left the other machine's version beside the note.
+        "conflict": has_conflict_copy(ref.path),
     }

@@ -1,0 +1,46 @@
+"""Conflict copies: the other machine's version of a file that `amem sync` could not merge, kept beside it.
+
+Named `<stem>.conflict-<commit>[-N]<ext>` (the first 8 digits of the remote commit it came from), so the
+note and its copy sort together and the copy is itself a note that `read` and `search` find.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+#: A conflict copy beside a note: `<stem>.conflict-<commit>[-N]<ext>`, holding the other machine's version.
+CONFLICT_INFIX = ".conflict-"
+_CONFLICT_SUFFIX = re.compile(r"\.conflict-[0-9a-f]{4,40}(?:-\d+)?$")
+
+
+def conflict_copy_name(name: str, commit: str, taken: set[str]) -> str:
+    """The file name for the other side's version of `name` (a file name, no folder), not in `taken`."""
+    stem, ext = os.path.splitext(name)
+    base = f"{stem}{CONFLICT_INFIX}{commit[:8]}"
+    candidate, n = f"{base}{ext}", 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}-{n}{ext}"
+    return candidate
+
+
+def original_of_copy(name: str) -> str | None:
+    """The note name a conflict copy's file name belongs to, or None when it is not a conflict copy."""
+    stem, ext = os.path.splitext(name)
+    match = _CONFLICT_SUFFIX.search(stem)
+    if match is None or match.start() == 0:
+        return None
+    return stem[: match.start()] + ext
+
+
+def has_conflict_copy(path: str | os.PathLike[str]) -> bool:
+    """True when the folder of the note at `path` holds a conflict copy of it."""
+    folder, name = os.path.split(os.fspath(path))
+    stem, _ = os.path.splitext(name)
+    prefix = f"{stem}{CONFLICT_INFIX}"
+    try:
+        entries = os.listdir(folder or ".")
+    except OSError:
+        return False
+    return any(entry.startswith(prefix) and original_of_copy(entry) == name for entry in entries)

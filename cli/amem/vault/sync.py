@@ -1,0 +1,567 @@
+"""`amem sync`: share one vault between machines through its git repository's remote.
+
+One round: commit the vault's pending changes (only its files, the user's index otherwise untouched), fetch
+the remote's branch, integrate it, push. Integration is git's own merge (`git merge-tree`, which runs the
+note merge driver of `amem.vault.merge` for notes both sides changed), made without touching the user's
+index or files except the paths the merge changed. A push the remote rejects because it moved meanwhile is
+retried after integrating again.
+
+A real conflict keeps both versions: the local one stays at the note's path, the remote one is written
+beside it as a conflict copy, `<stem>.conflict-<commit><ext>`. Both are committed and pushed, so every
+machine sees the conflict; the user merges the copy into the note by hand and deletes it, and the next sync
+carries that through.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import GitError
+from ..report import Reporter
+from .git import (
+    Repository,
+    _failure,
+    _identity,
+    _IndexLock,
+    _out,
+    _run,
+    _run_waiting_for_locks,
+    _stderr,
+    find_repository,
+    head_commit,
+)
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+#: How often to integrate again when the remote moved between our fetch and our push.
+PUSH_ATTEMPTS = 5
+DRIVER_NAME = "amem"
+ATTRIBUTES_FILE = ".gitattributes"
+
+
+@dataclass
+class SyncOutcome:
+    remote: str
+    pulled: list[str] = field(default_factory=list)
+    pushed: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    #: The last commit amem made (pending changes or a merge), None when it made none.
+    commit: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pulled": self.pulled,
+            "pushed": self.pushed,
+            "conflicts": self.conflicts,
+            "commit": self.commit,
+            "remote": self.remote,
+        }
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where the vault is in its repository and what it syncs with."""
+
+    repo: Repository
+    #: The vault's folder relative to the repository's top ('' when the vault is the whole repository).
+    folder: str
+    branch: str
+    remote: str
+    #: The remote's branch (`refs/heads/...`) and our copy of it (`refs/remotes/<remote>/...`).
+    remote_ref: str
+    tracking_ref: str
+    settings: dict[str, str]
+    #: HEAD's commit when the sync started (None before the first commit), and whether the vault's
+    #: files had changes to commit.
+    head: str | None = None
+    pending: bool = False
+
+    @property
+    def pathspec(self) -> str:
+        return self.folder or "."
+
+    def note_id(self, rel: str) -> str | None:
+        """The vault-relative id of a repository path, or None when it lies outside the vault."""
+        if not self.folder:
+            return rel
+        prefix = self.folder + "/"
+        return rel[len(prefix) :] if rel.startswith(prefix) else None
+
+
+# --- where and with what ----------------------------------------------------------------------------
+
+
+def _settings(repo: Repository) -> dict[str, str]:
+    """The repository's git configuration (all levels), last value of each key."""
+    proc = _run(["config", "-z", "--list"], repo.top, check=False)
+    settings: dict[str, str] = {}
+    for item in proc.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = item.partition("\n")
+        if key:
+            settings[key] = value
+    return settings
+
+
+def _setting(settings: dict[str, str], section: str, name: str, key: str) -> str | None:
+    """`section.name.key`: section and key are case-insensitive, the middle name is not."""
+    return settings.get(f"{section}.{name}.{key}")
+
+
+def _remotes(settings: dict[str, str]) -> list[str]:
+    names = []
+    for key in settings:
+        if key.startswith("remote.") and key.endswith(".url"):
+            names.append(key[len("remote.") : -len(".url")])
+    return names
+
+
+def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
+    vault = Path(config.vault_root)
+    if not vault.is_dir():
+        raise GitError("the vault does not exist yet, so there is nothing to sync; write a note first")
+    repo = find_repository(vault)
+    if repo is None:
+        raise GitError(
+            "the vault is not in a git repository, so it has nothing to sync with; run `git init` in the vault, "
+            "then `git remote add origin URL` (any git remote: a bare repository on a server, GitHub, GitLab)"
+        )
+    real_vault, real_top = os.path.realpath(vault), os.path.realpath(repo.top)
+    folder = "" if real_vault == real_top else repo.relpath(vault)
+    # One status call says the branch, HEAD's commit and whether the vault's files have changes.
+    status = _run(
+        ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", folder or "."], repo.top
+    )
+    head: str | None = None
+    branch = "(detached)"
+    pending = False
+    for item in status.stdout.split(b"\0"):
+        if item.startswith(b"# branch.oid "):
+            oid = item[len(b"# branch.oid ") :].decode("ascii")
+            head = None if oid == "(initial)" else oid
+        elif item.startswith(b"# branch.head "):
+            branch = os.fsdecode(item[len(b"# branch.head ") :])
+        elif item and not item.startswith(b"#"):
+            pending = True
+    if branch == "(detached)":
+        raise GitError("the vault's git repository is not on a branch (detached HEAD); check out a branch to sync")
+    if folder and not whole_repo:
+        raise GitError(
+            f"the vault is the folder {folder}/ of a larger git repository; `amem sync` would commit only the "
+            f"vault's files, but then merge the remote's changes into that repository's branch {branch} and push "
+            f"it, the repository's other commits included. Run `amem sync --whole-repo` to do that",
+            folder=folder,
+        )
+    settings = _settings(repo)
+    known = _remotes(settings)
+    chosen = remote or _setting(settings, "branch", branch, "remote")
+    if chosen is None or chosen == ".":
+        chosen = "origin" if "origin" in known else (known[0] if len(known) == 1 else None)
+    if chosen is None:
+        if known:
+            raise GitError(
+                f"the vault's git repository has several remotes ({', '.join(sorted(known))}); "
+                "name the one to sync with: `amem sync --remote NAME`"
+            )
+        raise GitError(
+            "the vault's git repository has no remote to sync with; add one with `git remote add origin URL` "
+            "(a bare repository on a server, GitHub, GitLab, or a local path)"
+        )
+    if chosen not in known:
+        raise GitError(f"the vault's git repository has no remote named {chosen}; add it with `git remote add`")
+    merge = _setting(settings, "branch", branch, "merge")
+    tracked_remote = _setting(settings, "branch", branch, "remote")
+    remote_ref = merge if merge and tracked_remote == chosen else f"refs/heads/{branch}"
+    tracking_ref = f"refs/remotes/{chosen}/{remote_ref.removeprefix('refs/heads/')}"
+    return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings, head, pending)
+
+
+def driver_command() -> str:
+    """How git starts the note merge driver: this interpreter, so it finds this amem."""
+    return f"{shlex.quote(sys.executable)} -m amem.vault.merge %O %A %B %L %P"
+
+
+def _set_up_merging(config: Config, place: _Place) -> bool:
+    """Register the note merge driver in the repository config and for the vault's notes in `.gitattributes`;
+    True when `.gitattributes` had to be written."""
+    command = driver_command()
+    if place.settings.get(f"merge.{DRIVER_NAME}.driver") != command:
+        _run(["config", f"merge.{DRIVER_NAME}.name", "amem: append-aware merge of notes"], place.repo.top)
+        _run(["config", f"merge.{DRIVER_NAME}.driver", command], place.repo.top)
+    attributes = Path(config.vault_root) / ATTRIBUTES_FILE
+    try:
+        existing = attributes.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GitError(f"cannot read the vault's {ATTRIBUTES_FILE}: {getattr(exc, 'strerror', None) or exc}") from None
+    present = {line.strip() for line in existing.splitlines()}
+    wanted = [f"*{ext} merge={DRIVER_NAME}" for ext in config.extensions]
+    missing = [line for line in wanted if line not in present]
+    if missing:
+        prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
+        try:
+            attributes.write_text(prefix + "".join(f"{line}\n" for line in missing), encoding="utf-8")
+        except OSError as exc:
+            raise GitError(f"cannot write the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
+        return True
+    return False
+
+
+# --- committing the vault's pending changes ---------------------------------------------------------
+
+
+def _commit_pending(place: _Place, reporter: Reporter, pending: bool) -> str | None:
+    """Commit every change under the vault's folder (as `git add -A` there would), and nothing else.
+
+    The commit is built in a temporary index seeded from HEAD; afterwards the user's index takes the
+    committed entries for the vault's paths only, so whatever else is staged stays staged and uncommitted."""
+    repo, spec = place.repo, place.pathspec
+    if not pending:
+        return None
+    ident_env, warnings = _identity(repo)
+    for message in warnings:
+        reporter.warn(message)
+    import tempfile
+
+    with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
+        head = head_commit(repo)
+        index_env = {"GIT_INDEX_FILE": os.path.join(scratch, "commit")}
+        if head is not None:
+            _run(["read-tree", head], repo.top, env=index_env)
+        _run(["add", "-A", "--", spec], repo.top, env=index_env)
+        tree = _out(_run(["write-tree"], repo.top, env=index_env))
+        if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
+            return None
+        message = "amem: sync"
+        commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
+        if head is not None:
+            commit_args += ["-p", head]
+        commit = _out(_run(commit_args, repo.top, env=ident_env))
+        proc = _run_waiting_for_locks(["update-ref", "-m", f"commit: {message}", "HEAD", commit, head or ""], repo.top)
+        if proc.returncode != 0:
+            raise GitError(f"could not commit the vault's changes: {_failure(['update-ref'], proc)}; try again")
+        copy = os.path.join(scratch, "user-index")
+        if index_lock.index.exists():
+            import shutil
+
+            shutil.copyfile(index_lock.index, copy)
+        proc = _run(["reset", "-q", commit, "--", spec], repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
+        if proc.returncode == 0:
+            index_lock.publish(Path(copy).read_bytes())
+        else:
+            reporter.warn(
+                f"committed {commit[:12]}, but could not update the git index for the vault's files "
+                f"({_failure(['reset'], proc)}); `git reset -q` brings it in line"
+            )
+    return commit
+
+
+# --- fetching, integrating, pushing -----------------------------------------------------------------
+
+
+def _fetch(place: _Place) -> str | None:
+    """Fetch the remote's branch into its tracking ref; its commit, or None when the remote has no such branch."""
+    refspec = f"+{place.remote_ref}:{place.tracking_ref}"
+    proc = _run(
+        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", place.remote, refspec], place.repo.top, check=False
+    )
+    if proc.returncode != 0:
+        if "couldn't find remote ref" in _stderr(proc):
+            return None
+        raise GitError(_hide_url(place, f"git fetch failed: {_problem(proc)}"))
+    return _out(_run(["rev-parse", "--verify", "--quiet", f"{place.tracking_ref}^{{commit}}"], place.repo.top))
+
+
+def _is_ancestor(repo: Repository, older: str, newer: str) -> bool:
+    return _run(["merge-base", "--is-ancestor", older, newer], repo.top, check=False).returncode == 0
+
+
+def _changed(repo: Repository, old: str | None, new: str, spec: str) -> list[str]:
+    """Repository paths that differ between two commits (all of `new`'s when `old` is None), under `spec`."""
+    if old is None:
+        raw = _run(["ls-tree", "-r", "-z", "--name-only", new, "--", spec], repo.top).stdout
+    else:
+        raw = _run(["diff", "--name-only", "--no-renames", "-z", old, new, "--", spec], repo.top).stdout
+    return [os.fsdecode(name) for name in raw.split(b"\0") if name]
+
+
+@dataclass
+class _Merge:
+    commit: str
+    #: The notes (repository paths) whose remote version was kept beside them as a conflict copy.
+    conflicted: list[str]
+
+
+_NO_ENTRY = "0" * 40
+
+
+def _merge(place: _Place, head: str, theirs: str, extensions: tuple[str, ...]) -> _Merge:
+    """A merge commit of HEAD and the remote's commit, made without the work tree.
+
+    git merges the tree (`merge-tree`); the notes both sides changed are merged here, in this process,
+    with the same rules as the merge driver a plain `git merge` uses, instead of one driver process per
+    note. A real conflict keeps ours at the path and theirs in a conflict copy beside it."""
+    repo = place.repo
+    # The driver is switched off for this merge: each note it would merge comes back as a conflict with
+    # its three versions, merged below.
+    argv = ["-c", f"merge.{DRIVER_NAME}.driver=false", "merge-tree", "--write-tree", "-z"]
+    proc = _run([*argv, "--allow-unrelated-histories", head, theirs], repo.top, check=False)
+    if proc.returncode not in (0, 1):
+        raise GitError(_failure(["merge-tree"], proc))
+    fields = proc.stdout.split(b"\0")
+    tree = fields[0].decode("ascii")
+    stages: dict[str, dict[int, tuple[str, str]]] = {}
+    if proc.returncode == 1:
+        for item in fields[1:]:
+            if not item:
+                break  # the conflicted entries end with an empty field; messages follow
+            meta, _, name = item.partition(b"\t")
+            mode, oid, stage = meta.decode("ascii").split()
+            stages.setdefault(os.fsdecode(name), {})[int(stage)] = (mode, oid)
+    kept: list[str] = []
+    if stages:
+        tree, kept = _resolve(repo, tree, theirs, stages, extensions)
+    ident_env, _ = _identity(repo)
+    message = f"amem: sync with {place.remote}"
+    args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-p", head, "-p", theirs, "-m", message]
+    return _Merge(_out(_run(args, repo.top, env=ident_env)), kept)
+
+
+def _read_blobs(repo: Repository, oids: list[str]) -> dict[str, bytes]:
+    """The contents of blobs, in one `git cat-file --batch`."""
+    if not oids:
+        return {}
+    unique = list(dict.fromkeys(oids))
+    out = _run(["cat-file", "--batch"], repo.top, input="".join(f"{o}\n" for o in unique).encode()).stdout
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for oid in unique:
+        header_end = out.index(b"\n", pos)
+        size = int(out[pos:header_end].split()[2])
+        blobs[oid] = out[header_end + 1 : header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+    return blobs
+
+
+def _write_blobs(repo: Repository, contents: list[bytes], scratch: str) -> list[str]:
+    """Store contents as blobs, in one `git hash-object`; their ids in order."""
+    paths = []
+    for n, data in enumerate(contents):
+        path = os.path.join(scratch, f"blob-{n}")
+        Path(path).write_bytes(data)
+        paths.append(path)
+    proc = _run(["hash-object", "-w", "--no-filters", "--stdin-paths"], repo.top, input="\n".join(paths).encode())
+    return proc.stdout.decode("ascii").split()
+
+
+def _resolve(
+    repo: Repository,
+    tree: str,
+    theirs: str,
+    stages: dict[str, dict[int, tuple[str, str]]],
+    extensions: tuple[str, ...],
+) -> tuple[str, list[str]]:
+    """The merged tree with every conflicted path settled: notes merged by content where they can be;
+    otherwise our version at the path and theirs beside it in a conflict copy. When one side deleted
+    the file and the other changed it, the changed version stays: nothing is lost."""
+    import tempfile
+
+    from .conflicts import conflict_copy_name
+    from .merge import merge_texts
+
+    suffixes = tuple(e.lower() for e in extensions)
+    wanted = [oid for found in stages.values() for _, oid in found.values()]
+    blobs = _read_blobs(repo, wanted)
+    entries: list[tuple[str, str, str]] = []  # (mode, oid, path); oid _NO_ENTRY removes the path
+    merged_paths: list[tuple[str, str]] = []
+    merged_texts: list[bytes] = []
+    conflicted: list[str] = []
+    for path, found in stages.items():
+        ours, other = found.get(2), found.get(3)
+        if ours is not None and other is not None and path.lower().endswith(suffixes):
+            base = blobs[found[1][1]] if 1 in found else b""
+            clean, text = merge_texts(
+                *(x.decode("utf-8", "surrogateescape") for x in (base, blobs[ours[1]], blobs[other[1]])), name=path
+            )
+            if clean:
+                merged_paths.append((ours[0], path))
+                merged_texts.append(text.encode("utf-8", "surrogateescape"))
+                continue
+        if ours is not None:
+            entries.append((ours[0], ours[1], path))
+            if other is not None and other[1] != ours[1]:
+                conflicted.append(path)
+        elif other is not None:
+            entries.append((other[0], other[1], path))
+        else:
+            entries.append(("0", _NO_ENTRY, path))
+    with tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
+        for (mode, path), oid in zip(merged_paths, _write_blobs(repo, merged_texts, scratch), strict=True):
+            entries.append((mode, oid, path))
+        kept: list[str] = []
+        if conflicted:
+            listing = _run(["ls-tree", "-r", "-z", "--name-only", tree], repo.top).stdout
+            taken = {os.fsdecode(name) for name in listing.split(b"\0") if name}
+            for path in conflicted:
+                mode, oid = stages[path][3]
+                folder, name = os.path.split(path)
+                siblings = {os.path.basename(t) for t in taken if os.path.dirname(t) == folder}
+                copy = conflict_copy_name(name, theirs, siblings)
+                copy_path = f"{folder}/{copy}" if folder else copy
+                taken.add(copy_path)
+                entries.append((mode, oid, copy_path))
+                kept.append(path)
+        env = {"GIT_INDEX_FILE": os.path.join(scratch, "merge")}
+        _run(["read-tree", tree], repo.top, env=env)
+        info = b"".join(f"{mode} {oid}\t".encode() + os.fsencode(path) + b"\0" for mode, oid, path in entries)
+        _run(["update-index", "-z", "--index-info"], repo.top, env=env, input=info)
+        return _out(_run(["write-tree"], repo.top, env=env)), kept
+
+
+def _advance(place: _Place, head: str, new: str) -> None:
+    """Move the work tree, the index and HEAD from `head` to `new`, as a checkout would: only the paths that
+    differ change, local changes to other paths (staged or not) stay, and a local change in the way stops it."""
+    repo = place.repo
+    proc = _run_waiting_for_locks(["read-tree", "-m", "-u", head, new], repo.top)
+    if proc.returncode != 0:
+        lines = [line.strip() for line in _stderr(proc).splitlines() if line.strip()]
+        detail = next((line for line in lines if line.startswith(("error:", "fatal:"))), lines[0] if lines else "")
+        files = [line for line in lines if not line.startswith(("error:", "fatal:", "Please", "Aborting"))]
+        raise GitError(
+            "cannot bring in the remote's changes: local changes that are not the vault's would be overwritten "
+            f"({detail.removeprefix('error: ').removeprefix('fatal: ').rstrip(':')}"
+            f"{': ' + ', '.join(files) if files else ''}); commit or stash them, then sync again"
+        )
+    proc = _run_waiting_for_locks(["update-ref", "-m", "amem: sync", "HEAD", new, head], repo.top)
+    if proc.returncode != 0:
+        raise GitError(f"could not move HEAD after merging: {_failure(['update-ref'], proc)}; sync again")
+
+
+def _push(place: _Place, commit: str) -> bool:
+    """Push `commit` to the remote's branch; False when the remote moved (rejected as not a fast-forward)."""
+    proc = _run(
+        ["push", "--quiet", "--porcelain", place.remote, f"{commit}:{place.remote_ref}"], place.repo.top, check=False
+    )
+    if proc.returncode == 0:
+        return True
+    text = _stderr(proc) + proc.stdout.decode("utf-8", "replace")
+    if "[rejected]" in text or "fetch first" in text or "non-fast-forward" in text or "stale info" in text:
+        return False
+    raise GitError(_hide_url(place, f"git push failed: {_problem(proc)}"))
+
+
+def _problem(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """What went wrong, from a network command's stderr: its first `fatal:` or `error:` line (the lines
+    after it are advice), else its first line."""
+    lines = [line.strip() for line in _stderr(proc).splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal: ", "error: ")):
+            return line.removeprefix("fatal: ").removeprefix("error: ")
+    return lines[0] if lines else f"exit status {proc.returncode}"
+
+
+def _hide_url(place: _Place, message: str) -> str:
+    """git's message with the remote's URL (a host path, for a local remote) shown as the remote's name."""
+    url = place.settings.get(f"remote.{place.remote}.url")
+    if url:
+        for spelling in {url, os.path.realpath(url) if os.path.isabs(url) else url}:
+            message = message.replace(spelling, f"<remote {place.remote}>")
+    return message
+
+
+def _ids(place: _Place, paths: list[str], extensions: tuple[str, ...]) -> list[str]:
+    ids = []
+    for path in paths:
+        note = place.note_id(path)
+        if note is not None and note.lower().endswith(tuple(e.lower() for e in extensions)):
+            ids.append(note)
+    return ids
+
+
+def sync_vault(
+    config: Config, *, remote: str | None = None, push: bool = True, whole_repo: bool = False, reporter: Reporter
+) -> SyncOutcome:
+    """One sync round for the vault: commit, fetch, integrate, push (retried when the remote moved)."""
+    place = _locate(config, remote, whole_repo)
+    repo = place.repo
+    outcome = SyncOutcome(remote=place.remote)
+    wrote_attributes = _set_up_merging(config, place)
+    made = _commit_pending(place, reporter, place.pending or wrote_attributes)
+    if made is not None:
+        outcome.commit = made
+    start = made or place.head
+    pulled: list[str] = []
+    conflicted: list[str] = []
+    head = start
+    for attempt in range(PUSH_ATTEMPTS):
+        if attempt:
+            head = head_commit(repo)
+        theirs = _fetch(place)
+        new = head
+        if theirs is not None and theirs != head:
+            if head is None:
+                new = theirs
+            elif _is_ancestor(repo, theirs, head):
+                new = head
+            elif _is_ancestor(repo, head, theirs):
+                new = theirs
+            else:
+                merged = _merge(place, head, theirs, config.extensions)
+                new, outcome.commit = merged.commit, merged.commit
+                conflicted += [p for p in merged.conflicted if p not in conflicted]
+            if new != head:
+                if head is None:
+                    _advance_from_nothing(place, new)
+                else:
+                    _advance(place, head, new)
+        if new is None or not push or new == theirs:
+            break
+        if _push(place, new):
+            outcome.pushed = _ids(place, _changed(repo, theirs, new, place.pathspec), config.extensions)
+            break
+    else:
+        raise GitError(f"the remote {place.remote} kept moving; {PUSH_ATTEMPTS} pushes were rejected, sync again")
+    end = new
+    if end is not None and end != start:
+        # What differs from what we had before integrating: the remote's changes, never our own.
+        pulled = _changed(repo, start, end, place.pathspec)
+    outcome.pulled = _ids(place, pulled, config.extensions)
+    # Every conflicted file of the vault is reported, a note or not; one outside it (a project file,
+    # under --whole-repo) is said as a warning, with its repository path.
+    conflicts: list[str] = []
+    for path in conflicted:
+        inside = place.note_id(path)
+        if inside is not None:
+            conflicts.append(inside)
+        else:
+            reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
+    if outcome.pulled:
+        from .conflicts import original_of_copy
+    for note in outcome.pulled:
+        folder, name = os.path.split(note)
+        original = original_of_copy(name)
+        # A conflict copy that arrived (not one whose removal arrived) is a conflict here too.
+        if original is not None and os.path.lexists(Path(config.vault_root, note)):
+            origin = f"{folder}/{original}" if folder else original
+            if origin not in conflicts:
+                conflicts.append(origin)
+    outcome.conflicts = conflicts
+    return outcome
+
+
+def _advance_from_nothing(place: _Place, new: str) -> None:
+    """The first sync of a repository with no commits yet: check out the remote's branch."""
+    repo = place.repo
+    proc = _run_waiting_for_locks(["read-tree", "-m", "-u", new], repo.top)
+    if proc.returncode != 0:
+        raise GitError(f"cannot check out the remote's branch: {_failure(['read-tree'], proc)}")
+    proc = _run_waiting_for_locks(["update-ref", "-m", "amem: sync", "HEAD", new, ""], repo.top)
+    if proc.returncode != 0:
+        raise GitError(f"could not set HEAD: {_failure(['update-ref'], proc)}")
