@@ -66,3 +66,9 @@ def resolve_note(config: object, raw_id: str) -> NoteRef:
     if not is_inside(os.path.realpath(path), os.path.realpath(root)):
         raise InvalidId(f"invalid note id {quote(note_id)}: it resolves through a symlink to outside the vault")
     return NoteRef(note_id, Path(path))
+
+
+def may_read(path: str, real_root: str) -> bool:
+    """Whether amem may read the file at `path`: its real path (every symlink resolved) lies inside the
+    vault's real path `real_root`. Every reader of note bytes asks this before opening a symlink."""
+    return is_inside(os.path.realpath(path), real_root)
