@@ -41,7 +41,7 @@ def note(title: str, body: str, extra: str = "") -> str:
 # by the same functions the index uses; the tokenizer has tests of its own.
 
 K1, B = 1.2, 0.75
-WEIGHTS = (3.0, 1.0, 1.0, 1.0)  # head, headings, links, body
+WEIGHTS = (3.0, 4.0, 1.0, 1.0)  # head, headings, links, body
 
 
 def occurrences(terms: list[str], prefix: bool, tokens: list[str]) -> int:
@@ -98,8 +98,8 @@ def model(
     phrases = [(p.strip("*").strip('"').split(), p.endswith("*")) for p in parsed.phrases]
     scored = {}
     for note_id, score in base.items():
-        head, _, _, body = rows[note_id]
-        if any(occurrences(terms, prefix, head) for terms, prefix in phrases):
+        head, headings, _, body = rows[note_id]
+        if any(occurrences(terms, prefix, head) or occurrences(terms, prefix, headings) for terms, prefix in phrases):
             score += bonus
         elif any(occurrences(terms, prefix, body) for terms, prefix in phrases):
             score += bonus / 2
@@ -255,11 +255,14 @@ def test_the_graph_boost_adds_no_note_that_does_not_match(vault: Path, config: C
     assert ids(result) == ["strong.md"] and result["total"] == 1
 
 
-def test_a_long_cjk_word_needs_its_bigrams_together_in_one_field(vault: Path, config: Config) -> None:
+def test_a_long_cjk_run_matches_its_pairs_and_ranks_the_whole_run_first(vault: Path, config: Config) -> None:
+    # Chinese is written unspaced, so a run is often a whole question: each pair counts, the run as a
+    # phrase ranks first.
     write_file(vault / "split.md", note("认证", "证令"))  # 认证 in the title, 证令 in the body
     write_file(vault / "whole.md", note("W", "认证令牌"))
+    write_file(vault / "none.md", note("N", "令牌"))
     result = search(config, "认证令")
-    assert ids(result) == ["whole.md"] and result["total"] == 1
+    assert ids(result) == ["whole.md", "split.md"] and result["total"] == 2
 
 
 def test_backlinking_notes_ids_count_for_the_note_they_link_to(vault: Path, config: Config) -> None:

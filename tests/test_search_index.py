@@ -95,7 +95,9 @@ def test_stop_words_and_one_letter_words_do_not_match_when_the_query_has_others(
     only_stop = Query("the a")
     assert [w.expression() for w in only_stop.words] == ['"the"', '"a"']  # exact, never a prefix
     assert Query("认").words[0].expression() == '"认"*'
-    assert Query("用户认证").words[0].expression() == '"用户 户认 认证"'
+    run = Query("用户认证")
+    assert [w.expression() for w in run.words] == ['"用户"', '"户认"', '"认证"']
+    assert run.phrases == ['"用户 户认 认证 证"*']  # the run as stored: its last character a prefix
 
 
 def test_title_key_folds_form_case_and_separators() -> None:

@@ -7,7 +7,8 @@ query matches every place that character occurs (as the prefix of its pair) and 
 of pairs. The terms of a field are stored space-separated, in order, so that the search engine (SQLite
 FTS5 with its plain `ascii` tokenizer) sees exactly these terms and their positions.
 
-Queries: stop words and one-letter words ("how to embed a file") are dropped when the query has other
+Queries: a CJK run matches each of its pairs, and ranks notes holding the whole run first (the
+phrase bonus). Stop words and one-letter words ("how to embed a file") are dropped when the query has other
 words, so they neither match every note nor count in `total`; a query of nothing else matches them
 exactly. Other Latin words match every term they are a prefix of (`auth` finds `authentication`).
 """
@@ -230,36 +231,42 @@ class Query:
     or every word of a query that has none), and `phrases` what the phrase bonus looks for."""
 
     def __init__(self, text: str) -> None:
+        self.text = text
         words: list[QueryWord] = []
         for run in word_runs(text):
             parts = [run] if run.isascii() else _cjk_split().split(run)
             for i, part in enumerate(parts):
                 if not part:
                     continue
-                if i % 2:  # CJK: one character is the prefix of its pair; longer runs, a phrase of pairs
-                    pairs = [part[j : j + 2] for j in range(len(part) - 1)] or [part]
-                    words.append(QueryWord(pairs, len(part) == 1, True))
+                if i % 2:  # CJK, written unspaced: one character is the prefix of its pair; longer
+                    # runs are their pairs, each a word (a run is often a whole question)
+                    if len(part) == 1:
+                        words.append(QueryWord([part], True, True))
+                    else:
+                        words += [QueryWord([part[j : j + 2]], False, True) for j in range(len(part) - 1)]
                 else:
                     meaningful = len(part) > 1 and part not in STOP_WORDS
                     words.append(QueryWord([stem(part)], meaningful, meaningful))
-        self.all_words = words
         chosen = [w for w in words if w.meaningful] or [QueryWord(w.terms, False, True) for w in words]
         seen: dict[str, QueryWord] = {}
         for word in chosen:
             seen.setdefault(word.expression(), word)
         self.words = list(seen.values())
         self.count = len(chosen)
-        self.phrases = self._phrases(words, chosen)
+        self.phrases = self._phrases(word_runs(text)) if len(self.words) >= 2 else []
 
     @staticmethod
-    def _phrases(words: list[QueryWord], chosen: list[QueryWord]) -> list[str]:
-        """The whole query as a phrase (two words or more), and its meaningful words alone as one."""
+    def _phrases(runs: list[str]) -> list[str]:
+        """The whole query as a phrase, and its meaningful words alone as one, in the terms notes are
+        stored with; the last term is a prefix (a Latin word's longer forms, a CJK character's pair)."""
         found: list[str] = []
-        for group in (words, chosen):
-            if len(group) < 2:
+        meaningful = [r for r in runs if not (r.isascii() and (len(r) <= 1 or r in STOP_WORDS))]
+        for group in (runs, meaningful):
+            terms = terms_of(group)
+            if len(terms) < 2:
                 continue
-            terms = [t for word in group for t in word.terms]
-            phrase = _phrase(terms, group[-1].prefix)
+            last = group[-1]
+            phrase = _phrase(terms, not (last.isascii() and (len(last) <= 1 or last in STOP_WORDS)))
             if phrase not in found:
                 found.append(phrase)
         return found
