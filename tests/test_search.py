@@ -538,3 +538,19 @@ def test_search_loads_neither_watchdog_nor_requests(golden: Config, isolated_env
     done = subprocess.run([sys.executable, "-c", code], cwd=isolated_env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- natural-language queries ------------------------------------------------------------------------
+
+
+def test_a_plain_question_finds_its_note_and_counts_only_real_matches(vault: Path, config: Config) -> None:
+    write_file(vault / "embed-files.md", note("Embed files", "Use ![[picture.png]] to show a picture inline."))
+    write_file(vault / "links.md", note("Internal links", "Linking notes: write [[note]] to link to a note."))
+    write_file(vault / "attach.md", note("Attachments", "An attachment is a file kept beside the notes."))
+    for i in range(6):  # every note is full of stop words and one-letter words
+        write_file(vault / f"filler{i}.md", note(f"Filler {i}", "a to how the of it is I as an at on"))
+    result = search(config, "how to embed a file")
+    assert ids(result)[0] == "embed-files.md"
+    assert sorted(ids(result)) == ["attach.md", "embed-files.md"] and result["total"] == 2
+    assert ids(search(config, "linking"))[0] == "links.md"  # linking / links / link meet
+    assert search(config, "at")["total"] == 6  # alone, a stop word matches exactly: no "attachment"

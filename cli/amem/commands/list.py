@@ -1,0 +1,38 @@
+"""amem list: the notes of the vault or of a folder, with title, tags, size and times."""
+
+from __future__ import annotations
+
+import click
+
+from ..output import emit
+
+
+@click.command("list")
+@click.argument("prefix", required=False, metavar="[PREFIX]")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="T",
+    help="Only notes tagged T (frontmatter tags or #T in the body; with or without #, any case; "
+    "nested tags count). Repeat: every tag must hold.",
+)
+@click.option(
+    "--sort",
+    type=click.Choice(["id", "modified", "created"]),
+    default="id",
+    show_default=True,
+    help="Order by id, or newest first by modification or by frontmatter `created`.",
+)
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N notes.")
+@click.pass_obj
+def command(app: object, prefix: str | None, tags: tuple[str, ...], sort: str, limit: int | None) -> None:
+    """List the notes of the vault, or those whose id starts with PREFIX (a folder such as notes/).
+
+    Prints {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}.
+    """
+    from ..report import StderrReporter
+    from ..vault.listing import list_notes
+
+    config = app.config  # type: ignore[attr-defined]
+    emit(list_notes(config, prefix, tags=tags, sort=sort, limit=limit, reporter=StderrReporter()))
