@@ -652,15 +652,16 @@ class VaultIndex:
         ]
 
     def stats(self) -> dict[str, int]:
-        """{notes: readable notes, terms: distinct search terms, bytes: the index's size on disk}."""
+        """{notes, terms, bytes}: the notes indexed (readable ones), the search terms, the database's size."""
         conn = self.conn
         notes = conn.execute("SELECT count(*) FROM notes WHERE problem IS NULL").fetchone()[0]
         terms = conn.execute("SELECT count(*) FROM search_vocab").fetchone()[0]
-        size = 0
-        for suffix in ("", "-wal"):
-            with contextlib.suppress(OSError):
-                size += os.stat(f"{self.path}{suffix}").st_size
-        return {"notes": notes, "terms": terms, "bytes": size}
+        pages = conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+        return {"notes": notes, "terms": terms, "bytes": pages}
+
+    def clear(self) -> None:
+        """Delete the index, so that the next refresh builds it from nothing."""
+        self._discard()
 
     # --- what amem last saw of each note (for modifiedExternally) -----------------------------------
 
@@ -744,10 +745,15 @@ class _Batch:
         readable_before = {
             r[0] for r in select_in(conn, "SELECT rowid FROM notes WHERE rowid IN ({}) AND problem IS NULL", old_rowids)
         }
-        dirty = {r[0] for r in select_in(conn, "SELECT resolved FROM links WHERE src IN ({})", old_rowids) if r[0]}
+        # A note's outgoing links change the backlinks of the notes it stops or starts linking to only.
+        old_targets: dict[int, set[str]] = {}
+        for src, resolved in select_in(conn, "SELECT src, resolved FROM links WHERE src IN ({})", old_rowids):
+            if resolved:
+                old_targets.setdefault(src, set()).add(resolved)
         run_in(conn, "DELETE FROM links WHERE src IN ({})", old_rowids)
         run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", old_rowids)
         fts.delete(conn, [rowid for rowid, searchable in known.values() if searchable])
+        dirty: set[str] = set()
 
         keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
         added: list[str] = []
@@ -855,7 +861,15 @@ class _Batch:
                 (src, seq, target, link_key(target), resolver.resolve(target)) for src, seq, target in link_rows
             ]
             conn.executemany("INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)", resolved)
-            dirty |= {row[4] for row in resolved if row[4]}
+            new_targets: dict[int, set[str]] = {}
+            for src, _, _, _, target in resolved:
+                if target:
+                    new_targets.setdefault(src, set()).add(target)
+            for src in old_targets.keys() | new_targets.keys():
+                dirty |= old_targets.get(src, set()) ^ new_targets.get(src, set())
+        else:
+            for targets in old_targets.values():
+                dirty |= targets
         self._mark_backlinks(dirty)
 
     def _reresolve(self, keys: set[str]) -> set[str]:
