@@ -462,3 +462,16 @@ def test_progress_is_shown_only_on_a_terminal(vault: Path, config: Config, monke
 class FakeTerminal(io.StringIO):
     def isatty(self) -> bool:
         return True
+
+
+def test_a_non_utf8_note_warns_on_search_once_and_not_on_reads_of_other_notes(vault: Path, amem: Any) -> None:
+    write_file(vault / "bad.md", b"findme \xff\xfe")
+    write_file(vault / "good.md", "# Good\nfindme\n")
+    found = amem("search", "findme")
+    assert found.exit_code == 0 and [hit["id"] for hit in found.json["hits"]] == ["good.md"]
+    assert found.stderr.count("bad.md") == 1 and "UTF-8" in found.stderr
+    read = amem("read", "good")
+    assert read.exit_code == 0 and "bad.md" not in read.stderr
+    (vault / "bad.md").write_bytes(b"findme fixed")
+    again = amem("search", "findme")
+    assert again.stderr == "" and again.json["total"] == 2
