@@ -151,7 +151,7 @@ def build_only(n: int, work: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--notes", type=int, nargs="+", default=[1_000, 10_000, 50_000])
+    parser.add_argument("--notes", type=int, nargs="*", default=[1_000, 10_000, 50_000])
     parser.add_argument("--build-only", type=int, nargs="*", default=[], metavar="N", help="cold builds only")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-search"))
