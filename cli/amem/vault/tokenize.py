@@ -54,6 +54,13 @@ STOP_WORDS = frozenset(
 )
 
 
+#: Chinese question words and fillers, as character pairs: in a question they name no topic.
+CJK_STOP_PAIRS = frozenset(
+    """怎么 怎样 如何 什么 为什 么让 么样 哪些 哪里 哪个 应该 可以 需要
+    我的 我们 一个 一下 时候 是否 有没 没有 能不 不能 的时 候的""".split()  # noqa: SIM905
+)
+
+
 @functools.cache
 def _cjk_split() -> re.Pattern[str]:
     """Compiled on first use: the wide character class takes milliseconds to compile."""
@@ -243,7 +250,8 @@ class Query:
                     if len(part) == 1:
                         words.append(QueryWord([part], True, True))
                     else:
-                        words += [QueryWord([part[j : j + 2]], False, True) for j in range(len(part) - 1)]
+                        pairs = [part[j : j + 2] for j in range(len(part) - 1)]
+                        words += [QueryWord([pair], False, pair not in CJK_STOP_PAIRS) for pair in pairs]
                 else:
                     meaningful = len(part) > 1 and part not in STOP_WORDS
                     words.append(QueryWord([stem(part)], meaningful, meaningful))
