@@ -12,6 +12,7 @@ Each row has four fields, all stored as the terms `tokenize.terms_of` gives (spa
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -47,7 +48,13 @@ def headings_text(body: str) -> str:
 
 
 def links_text(source_ids: Iterable[str]) -> str:
-    return SEPARATOR.join(field_text(id_stem(i)) for i in source_ids)
+    return SEPARATOR.join(map(_id_text, source_ids))
+
+
+@functools.lru_cache(maxsize=4096)
+def _id_text(note_id: str) -> str:
+    """An id's terms: a note linked from many others is tokenized once per batch, not once per link."""
+    return field_text(id_stem(note_id))
 
 
 def insert(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str, str, str]]) -> None:
