@@ -48,12 +48,18 @@ AMEM_BASE = frozenset(
 #: Unicode folding for links and search.
 NOTES = frozenset(
     {"yaml", "cython_runtime", "sqlite3", "array", "base64", "binascii", "bisect", "struct", "unicodedata", "heapq"}
+    # the index's schema fingerprint and the lock that lets one process refresh at a time
+    | {"hashlib", "fcntl"}
 )
 NOTES_AMEM = frozenset(
     {"amem.vault", "amem.vault.index", "amem.vault.links", "amem.vault.notes", "amem.vault.paths", "amem.timefmt"}
     # the cache folder, and the names of the temporary files a scan sweeps away
     | {"amem.cachedir", "amem.atomicfile"}
+    # what the index keeps of each note: its search rows, tokens, frontmatter fields and tags
+    | {"amem.vault.fts", "amem.vault.tokenize", "amem.vault.simple_yaml", "amem.vault.tags"}
 )
+#: The search engine: query parsing, ranking and results over the index's full-text tables.
+SEARCH_AMEM = frozenset({"amem.vault.search", "amem.vault.rank"})
 #: git runs in a subprocess.
 GIT = frozenset({"subprocess", "select", "selectors", "signal", "tempfile", "random", "bisect", "copy", "dataclasses"})
 #: Only the watcher pays for file-system events and HTTP.
@@ -70,7 +76,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES_AMEM | {"amem.vault.read", "amem.vault.search", "amem.vault.conflicts"},
         "amem.vault.read",
     ),
-    "search": (["search", "x"], NOTES, NOTES_AMEM | {"amem.vault.search"}, "amem.vault.search"),
+    "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.vault.search"),
+    "list": (["list"], NOTES, NOTES_AMEM | {"amem.vault.listing"}, "amem.vault.listing"),
     "write": (
         ["write", "x", "more"],
         NOTES | {"fcntl"},

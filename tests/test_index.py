@@ -97,15 +97,73 @@ def test_thorough_refresh_sees_in_place_edits_in_unchanged_folders(config: Confi
     assert index.backlinks("t.md") == ["sub/n.md"]
 
 
-def test_unreadable_and_non_utf8_notes_are_skipped_with_a_warning(
+def test_unreadable_and_non_utf8_notes_are_skipped_and_named_in_the_result_not_on_stderr(
     config: Config, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_file(config.vault_root / "bad.md", b"\xff\xfe")
     write_file(config.vault_root / "good.md", "fine")
     index = VaultIndex(config)
-    index.refresh()
+    stats = index.refresh()
     assert index.ids() == ["good.md"]
-    assert "skipped note 'bad.md': it is not UTF-8 text" in capsys.readouterr().err
+    assert stats.warnings == ["skipped note 'bad.md': it is not UTF-8 text"]
+    assert capsys.readouterr().err == ""  # the caller decides whether it matters
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads every file")
+def test_a_problem_is_forgotten_once_its_cause_is_gone_even_with_the_same_mtime(config: Config, tmp_path: Path) -> None:
+    locked = write_file(config.vault_root / "locked.md", "# Locked\nfindme [[other]]\n")
+    write_file(config.vault_root / "other.md", "other")
+    age(config.vault_root)
+    before = os.stat(locked)
+    locked.chmod(0)
+    index = VaultIndex(config)
+    try:
+        assert index.refresh().warnings == ["skipped note 'locked.md': cannot read it (Permission denied)"]
+    finally:
+        locked.chmod(0o644)
+    assert os.stat(locked).st_mtime_ns == before.st_mtime_ns
+    assert index.refresh().warnings == []
+    assert index.ids() == ["locked.md", "other.md"]
+    assert index.backlinks("other.md") == ["locked.md"]
+    assert snapshot(index) == fresh(config, tmp_path)
+
+
+def test_a_non_utf8_note_fixed_in_place_with_the_same_size_and_mtime_is_indexed(config: Config) -> None:
+    path = write_file(config.vault_root / "n.md", b"caf\xe9")
+    age(config.vault_root)
+    before = os.stat(path)
+    index = VaultIndex(config)
+    assert index.refresh().warnings
+    path.write_bytes(b"cafe")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert index.refresh().warnings == []
+    assert index.ids() == ["n.md"]
+
+
+def test_symlinks_to_outside_the_vault_are_never_indexed(config: Config, tmp_path: Path) -> None:
+    outside = write_file(tmp_path / "outside" / "secret.md", "secret words")
+    write_file(tmp_path / "outside" / "more.md", "more secret words")
+    v = config.vault_root
+    write_file(v / "inside.md", "inside")
+    (v / "leak.md").symlink_to(outside)
+    (v / "folder").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (v / "alias.md").symlink_to(v / "inside.md")
+    index = VaultIndex(config)
+    index.refresh()
+    assert index.ids() == ["alias.md", "inside.md"]
+    index.update(["leak.md", "folder/secret.md"])
+    assert index.ids() == ["alias.md", "inside.md"]
+
+
+def test_temporary_files_of_atomic_writes_are_never_notes(config: Config) -> None:
+    v = config.vault_root
+    write_file(v / "a.md", "a")
+    write_file(v / ".a.md.1f2e.amem-tmp", "half written")
+    write_file(v / "b.md.amem-tmp", "half written")
+    config = config._replace(extensions=(".md", ".amem-tmp"))
+    index = VaultIndex(config)
+    index.refresh()
+    assert index.ids() == ["a.md"]
 
 
 def test_hidden_and_excluded_folders(config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,6 +185,91 @@ def test_hidden_and_excluded_folders(config: Config, monkeypatch: pytest.MonkeyP
     index = VaultIndex(config._replace(index_hidden_dirs=True, exclude_dirs=()))
     index.refresh()
     assert index.ids() == [".hidden/h.md", "a.md", "archive/x.md", "deep/archive/y.md"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DROP TABLE notes",
+        "DROP TABLE seen",
+        "DROP TABLE links",
+        "DROP TABLE search_fts",
+        "DROP INDEX notes_key",
+        "DROP TABLE meta; CREATE TABLE meta (k TEXT, v TEXT, extra INTEGER)",
+        "ALTER TABLE meta RENAME TO old_meta",
+        "DELETE FROM meta",
+        "ALTER TABLE notes ADD COLUMN surprise TEXT",
+    ],
+)
+def test_a_damaged_schema_is_detected_and_rebuilt(config: Config, damage: str) -> None:
+    import sqlite3
+
+    write_file(config.vault_root / "a.md", "[[b]]")
+    write_file(config.vault_root / "b.md", "b")
+    index = VaultIndex(config)
+    index.refresh()
+    index.close()
+    conn = sqlite3.connect(index.path)
+    conn.executescript(damage)
+    conn.close()
+    for _ in range(2):  # and it stays repaired
+        index = VaultIndex(config)
+        index.refresh(thorough=False)
+        assert index.backlinks("b.md") == ["a.md"]
+        assert index.stats()["notes"] == 2
+        index.close()
+
+
+def test_update_rechecks_exactly_the_named_notes(config: Config, tmp_path: Path) -> None:
+    v = config.vault_root
+    write_file(v / "a.md", "alpha [[b]]")
+    write_file(v / "b.md", "beta")
+    write_file(v / "c.md", "gamma")
+    age(v)
+    index = VaultIndex(config)
+    index.refresh()
+    write_file(v / "a.md", "alpha changed, no link")
+    write_file(v / "new.md", "[[c]]")
+    (v / "b.md").unlink()
+    write_file(v / "c.md", "gamma changed but not named")
+    stats = index.update(["a.md", "b.md", "new.md", "never-existed.md", "../outside.md", ".git/x.md"])
+    assert (stats.added, stats.changed, stats.removed) == (1, 1, 1)
+    assert index.ids() == ["a.md", "c.md", "new.md"]
+    assert index.backlinks("c.md") == ["new.md"]
+    index.update(["c.md"])
+    assert snapshot(index) == fresh(config, tmp_path)
+
+
+def test_stats_counts_notes_terms_and_bytes(config: Config) -> None:
+    write_file(config.vault_root / "a.md", "one two three")
+    write_file(config.vault_root / "b.md", "three four")
+    index = VaultIndex(config)
+    index.refresh()
+    stats = index.stats()
+    assert stats["notes"] == 2 and stats["terms"] >= 5 and stats["bytes"] > 0
+
+
+def test_resolver_lookups_by_key_return_every_spelling(config: Config) -> None:
+    from amem.vault.index import _IndexResolver
+    from amem.vault.links import link_key
+
+    for note_id in ("Internal links.md", "internal LINKS.md", "docs/Internal Links.md", "Cafe\u0301.md"):
+        write_file(config.vault_root / note_id, "x")
+    index = VaultIndex(config)
+    index.refresh()
+    resolver = _IndexResolver(index.conn, config.extensions)
+    key = link_key("internal links.md")
+    assert sorted(resolver.find_exact([key])) == ["Internal links.md", "internal LINKS.md"]
+    assert resolver.find_suffix([key]) == ["docs/Internal Links.md"]
+    assert sorted(resolver.find_basename([key])) == [
+        "Internal links.md",
+        "docs/Internal Links.md",
+        "internal LINKS.md",
+    ]
+    assert resolver.find_exact([link_key("Caf\u00e9.md")]) == ["Cafe\u0301.md"]
+    # ranking prefers the spelling as written within the tier
+    assert resolver.resolve("internal LINKS") == "internal LINKS.md"
+    assert resolver.resolve("Internal Links") == "Internal links.md"
 
 
 def test_corrupt_index_is_rebuilt(config: Config) -> None:

@@ -14,8 +14,8 @@ from . import Command
     cls=Command,
     epilog="""
     amem search "auth token"
-    amem search auth token --limit 5 | jq -r '.hits[].id'
-    amem search --exact-title "Auth tokens"
+    amem search auth token --limit 5 --folder notes/ | jq -r '.hits[].id'
+    amem search --exact-title "Auth tokens" --tag auth
     """,
 )
 @click.argument("query", nargs=-1)
@@ -28,10 +28,27 @@ from . import Command
     help="List every note whose title equals TITLE, ignoring case, Unicode form and "
     "space/-/_ differences; no ranking. QUERY is then optional.",
 )
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="T",
+    help="Only notes tagged T (frontmatter tags or #T in the body; with or without #, any case; "
+    "nested tags count: project matches project/amem). Repeat: every tag must hold.",
+)
+@click.option("--folder", metavar="PREFIX", help="Only notes under this folder (notes or notes/).")
 @pass_app
-def command(app: AppContext, query: tuple[str, ...], limit: int | None, exact_title: str | None) -> None:
-    """Search the vault for QUERY: words are OR-matched, prefixes match longer words, Chinese, Japanese
-    and Korean need no spaces; hits are ranked by BM25 with title, phrase and link boosts.
+def command(
+    app: AppContext,
+    query: tuple[str, ...],
+    limit: int | None,
+    exact_title: str | None,
+    tags: tuple[str, ...],
+    folder: str | None,
+) -> None:
+    """Search the vault for QUERY: words are OR-matched, prefixes match longer words, inflections meet
+    (files, file), stop words are ignored beside other words, and Chinese, Japanese and Korean need no
+    spaces; hits are ranked by BM25 with title, phrase and link boosts. Filters count before `total`.
 
     Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic}.
     """
@@ -41,4 +58,6 @@ def command(app: AppContext, query: tuple[str, ...], limit: int | None, exact_ti
     text = " ".join(query) if query else None
     if text is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
-    emit(search(app.config, text, limit=limit, exact_title=exact_title))
+    emit(
+        search(app.config, text, limit=limit, exact_title=exact_title, tags=tags, folder=folder, reporter=app.reporter)
+    )

@@ -1,41 +1,50 @@
-"""The persistent vault index: which notes exist, their titles, frontmatter and links, kept in SQLite
-under the user's cache directory and brought up to date from each note's (path, mtime, size).
+"""The persistent vault index: which notes exist, their titles, tags, frontmatter and links, and the
+search engine's rows, kept in SQLite under the user's cache directory and brought up to date from each
+note's (path, mtime, size).
 
-`read` uses it for link resolution and backlinks, `search` for ranking, completion for the id list.
-Extensions (the search index) keep their own tables in the same database and are updated in the same
-transaction, so the whole index always describes one state of the vault.
+`read` uses it for link resolution and backlinks, `search` for ranking, `list` for metadata, completion
+for the id list. A refresh indexes changed notes in batches, each its own transaction, so a large build
+keeps its memory bounded, shows progress, lets other processes read and write between batches, and,
+interrupted, resumes where it stopped. Only one process refreshes at a time (a lock file beside the
+database); `read` and completion do not wait for another process's refresh but use the index as it is.
+The index is a cache: any damage (a corrupt file, a missing table, another layout) rebuilds it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import marshal
 import os
 import sqlite3
-import sys
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..atomicfile import TEMP_SUFFIX
 from ..digest import sha1_hex
 from ..errors import InternalError
-from ..output import warn
+from ..report import Reporter
 from .links import LinkResolver, extract_links, link_key, normalise_target, resolution_keys
 from .paths import may_read
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 _T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
 #: A file or folder modified this shortly before a scan may change again within the file system's
 #: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
 #: content digest and such folders are listed again on the next refresh.
 RACY_NS = 2_000_000_000
+#: Notes indexed per transaction: small enough that other processes wait a fraction of a second for
+#: the write lock and that an interrupted build keeps nearly all its work, large enough to amortise.
+BATCH = 400
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
 #: meta key of the marshalled ({id: (mtime_ns, size)}, {folder: mtime_ns}) a thorough refresh last stored
@@ -47,31 +56,37 @@ CREATE TABLE notes (
     rowid INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
     folder TEXT NOT NULL,      -- the id's folder with its trailing '/', '' at the vault root
-    name TEXT NOT NULL,        -- the id's last segment, for base-name link resolution
-    rid TEXT NOT NULL,         -- the id reversed, so that path-suffix resolution is an index range
-    key TEXT NOT NULL,         -- link_key(id): links resolve by it, ignoring case and normalisation
-    name_key TEXT NOT NULL,    -- link_key(name)
-    rkey TEXT NOT NULL,        -- link_key(id) reversed
+    key TEXT NOT NULL,         -- link_key(id): link resolution compares these
+    name_key TEXT NOT NULL,    -- link_key of the id's last segment, for base-name resolution
+    rkey TEXT NOT NULL,        -- key reversed, so that path-suffix resolution is an index range
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
     digest TEXT,               -- set while the file is racily recent (see RACY_NS)
     problem TEXT,              -- why the note could not be indexed (not UTF-8, unreadable), else NULL
     title TEXT NOT NULL DEFAULT '',
-    frontmatter TEXT NOT NULL DEFAULT '{}'
+    title_key TEXT NOT NULL DEFAULT '',
+    tags TEXT NOT NULL DEFAULT '[]',
+    created TEXT,
+    frontmatter TEXT NOT NULL DEFAULT '{}',
+    body_at INTEGER NOT NULL DEFAULT 0,  -- where the body starts in the file, in bytes
+    search INTEGER NOT NULL DEFAULT 0    -- search row: 0 current, 1 to write, 2 its backlinks to rewrite
 );
 CREATE INDEX notes_folder ON notes (folder);
-CREATE INDEX notes_name ON notes (name);
-CREATE INDEX notes_rid ON notes (rid);
 CREATE INDEX notes_key ON notes (key);
 CREATE INDEX notes_name_key ON notes (name_key);
 CREATE INDEX notes_rkey ON notes (rkey);
+CREATE INDEX notes_title_key ON notes (title_key);
 CREATE INDEX notes_racy ON notes (digest) WHERE digest IS NOT NULL;
 CREATE INDEX notes_problem ON notes (problem) WHERE problem IS NOT NULL;
+CREATE INDEX notes_search ON notes (search) WHERE search != 0;
+CREATE TABLE note_tags (note INTEGER NOT NULL, tag TEXT NOT NULL);
+CREATE INDEX note_tags_note ON note_tags (note);
+CREATE INDEX note_tags_tag ON note_tags (tag);
 CREATE TABLE links (
     src INTEGER NOT NULL,      -- notes.rowid of the linking note
     seq INTEGER NOT NULL,
     target TEXT NOT NULL,      -- normalised target, heading/block part removed
-    tkey TEXT NOT NULL,        -- link_key(target): the links a new or removed note can change
+    tkey TEXT NOT NULL,        -- link_key(target)
     resolved TEXT              -- note id the target resolves to, NULL when none
 );
 CREATE INDEX links_src ON links (src);
@@ -83,21 +98,15 @@ CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: re
 """
 
 
-class IndexedNote(NamedTuple):
-    """What extensions receive for each note added or changed during a refresh."""
-
-    rowid: int
-    id: str
-    title: str
-    body: str
-    frontmatter: dict[str, Any]
-
-
-# Plain classes rather than dataclasses: every call pays their creation at start-up.
 class RefreshStats:
+    """What a refresh or update did. `warnings` name the notes that could not be indexed; `busy` says
+    another process was refreshing and this one used the index as it was."""
+
+    # A plain class rather than a dataclass: every call pays a dataclass's creation at start-up.
     def __init__(self) -> None:
         self.added = self.changed = self.removed = 0
         self.warnings: list[str] = []
+        self.busy = False
 
 
 class VaultScan:
@@ -109,7 +118,7 @@ class VaultScan:
         self.dirs: dict[str, int] = {}
         #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
         self.listed = listed
-        #: amem temporary files the scan came across (a writer's, or one a killed writer left)
+        #: amem temporary files the scan came across (a live writer's, or one a killed writer left)
         self.temporaries: list[str] = []
 
 
@@ -127,24 +136,12 @@ class _Diff:
         return bool(self.removed or self.to_index or self.settled or self.dirs_changed)
 
 
-#: Modules keeping tables in the index, named here so that opening the index need not import them.
-_EXTENSION_MODULES = ("amem.vault.search",)
-
-
-def _extensions() -> tuple[ModuleType, ...]:
-    """Modules keeping tables in the index; each has SCHEMA, add_notes(conn, notes), remove_notes(conn, rowids).
-    Imported on first use: a refresh that changes nothing never needs them."""
-    import importlib
-
-    return tuple(importlib.import_module(name) for name in _EXTENSION_MODULES)
-
-
 class _Walker:
     """Lists vault folders by the spec's rules: skips .git, node_modules, .obsidian, other dot-folders
-    unless indexHiddenDirs, and excludeDirs at any depth. Symlinked folders are not followed, and a
-    symlinked note is a note only when its real path lies inside the vault (may_read)."""
+    unless indexHiddenDirs, and excludeDirs at any depth. Symlinked folders are not followed; a
+    symlinked note counts only when its real path is inside the vault."""
 
-    def __init__(self, config: Any, scan: VaultScan) -> None:
+    def __init__(self, config: Config, scan: VaultScan) -> None:
         self.root = os.path.abspath(config.vault_root)
         self.real_root = os.path.realpath(self.root)
         self.extensions = tuple(e.lower() for e in config.extensions)
@@ -155,6 +152,37 @@ class _Walker:
 
     def folder_path(self, rel: str) -> str:
         return os.path.join(self.root, rel) if rel else self.root
+
+    def skips_folder(self, name: str) -> bool:
+        return name in ALWAYS_SKIPPED or name in self.excluded or (name[0] == "." and not self.hidden)
+
+    def is_note(self, note_id: str) -> bool:
+        """Whether a scan would index `note_id` if the file exists (its name and folders)."""
+        lowered = note_id.lower()
+        if not lowered.endswith(self.extensions) or lowered.endswith(TEMP_SUFFIX) or not note_id:
+            return False
+        parts = note_id.split("/")
+        return all(part and part not in (".", "..") for part in parts) and not any(
+            self.skips_folder(part) for part in parts[:-1]
+        )
+
+    def stat_note(self, note_id: str) -> tuple[int, int] | None:
+        """(mtime_ns, size) of a note file amem may read, else None."""
+        path = os.path.join(self.root, note_id)
+        folder = os.path.dirname(note_id)
+        if os.path.realpath(os.path.dirname(path)) != (
+            os.path.join(self.real_root, folder) if folder else self.real_root
+        ):
+            return None  # through a symlinked folder, which scans do not follow
+        try:
+            st = os.lstat(path)
+            if st.st_mode & 0o170000 == 0o120000:  # a symlink: only to a file inside the vault
+                if not may_read(path, self.real_root):
+                    return None
+                st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size) if st.st_mode & 0o170000 == 0o100000 else None
 
     def list(self, rel: str, mtime_ns: int, skip: Container[str] = ()) -> None:
         """Record folder `rel` and its notes; walk its subfolders, except those in `skip`."""
@@ -180,13 +208,13 @@ class _Walker:
                             continue
                         if name.lower().endswith(extensions):
                             if entry.is_symlink() and not may_read(entry.path, self.real_root):
-                                continue  # a link to a file outside the vault, a broken link or a loop
+                                continue  # a link to outside the vault: never read
                             st = entry.stat()
                             if st.st_mode & 0o170000 == 0o100000:
                                 files[rel + name] = (st.st_mtime_ns, st.st_size)
                                 continue
                         if entry.is_dir(follow_symlinks=False):
-                            if name in ALWAYS_SKIPPED or name in self.excluded or (name[0] == "." and not self.hidden):
+                            if self.skips_folder(name):
                                 continue
                             sub = f"{rel}{name}/"
                             if sub not in skip:
@@ -195,7 +223,7 @@ class _Walker:
                         continue  # deleted during the scan, or a broken symlink
 
 
-def scan_vault(config: Any) -> VaultScan:
+def scan_vault(config: Config) -> VaultScan:
     """Every indexable note and folder of the vault, each note stat'ed."""
     scan = VaultScan()
     try:
@@ -209,8 +237,9 @@ def scan_vault(config: Any) -> VaultScan:
 class VaultIndex:
     """One vault's index database. Cheap to open; `refresh()` brings it up to date."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Config, reporter: Reporter | None = None) -> None:
         self.config = config
+        self.reporter = reporter or Reporter()
         self.path: Path = config.cache_dir / "index.sqlite"
         self._conn: sqlite3.Connection | None = None
 
@@ -231,7 +260,6 @@ class VaultIndex:
                 list(c.extensions),
                 list(c.exclude_dirs),
                 c.index_hidden_dirs,
-                list(_EXTENSION_MODULES),
             ]
         )
 
@@ -240,46 +268,59 @@ class VaultIndex:
 
         ensure_cache_folder(self.path.parent)
         for attempt in (1, 2):
+            conn = None
             try:
                 conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
                 conn.execute("PRAGMA journal_mode=WAL")
                 # A cache: losing its last transactions to a power cut costs a rebuild, never a note.
                 conn.execute("PRAGMA synchronous=OFF")
-                row = (
-                    conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
-                    if conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
-                    else None
-                )
-                if row is None or row[0] != self._settings():
+                if not self._is_current(conn):
                     self._create(conn)
                 return conn
             except sqlite3.DatabaseError as exc:
-                # Corrupt or foreign file: the index is only a cache, so start it again.
+                # Corrupt, foreign or of another layout: the index is only a cache, so start it again.
+                if conn is not None:
+                    conn.close()
                 if attempt == 2 or not _is_damage(exc):
                     raise _busy_or_same(exc) from None
                 self._discard()
         raise AssertionError("unreachable")
 
+    def _is_current(self, conn: sqlite3.Connection) -> bool:
+        """Whether the database holds this version's tables, exactly, for these settings. Any difference
+        (a dropped table, a `meta` of another layout, an older schema) means: build it again."""
+        master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        if not any(name == "meta" for _, name, _ in master):
+            return False
+        stored = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('settings', 'schema')"))
+        return stored.get("settings") == self._settings() and stored.get("schema") == _fingerprint(master)
+
     def _create(self, conn: sqlite3.Connection) -> None:
+        from . import fts
+
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = (
-                conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
-                if conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
-                else None
-            )
-            if row is not None and row[0] == self._settings():
-                conn.execute("COMMIT")  # another process built it while we waited
-                return
-            names = [
-                r[0]
-                for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")
-            ]
-            for name in names:
+            with contextlib.suppress(sqlite3.DatabaseError):
+                if self._is_current(conn):
+                    conn.execute("COMMIT")  # another process built it while we waited
+                    return
+            names = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+                "AND (sql IS NULL OR sql NOT LIKE 'CREATE VIRTUAL%')"
+            ).fetchall()
+            virtual = conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL%'").fetchall()
+            for (name,) in virtual:
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
-            for statement in _statements(_SCHEMA + "".join(m.SCHEMA for m in _extensions())):
+            for (name,) in names:
+                kind = conn.execute("SELECT type FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+                if kind is not None:
+                    conn.execute(f'DROP {"VIEW" if kind[0] == "view" else "TABLE"} IF EXISTS "{name}"')
+            for statement in _statements(_SCHEMA + fts.SCHEMA):
                 conn.execute(statement)
-            conn.execute("INSERT INTO meta VALUES ('settings', ?)", (self._settings(),))
+            master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+            conn.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [("settings", self._settings()), ("schema", _fingerprint(master))]
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -298,23 +339,9 @@ class VaultIndex:
             self._conn.close()
             self._conn = None
 
-    # --- refresh ------------------------------------------------------------------------------------
-
-    def refresh(self, *, thorough: bool = True) -> RefreshStats:
-        """Bring the index up to date with the vault; a corrupt index is rebuilt silently.
-
-        thorough (search): stat every note. Otherwise (read, completion) stat every folder and list
-        only those whose mtime moved: that sees every note created, deleted or renamed and every save
-        made by replacing the file (amem's own writes, most editors), but not an in-place rewrite of
-        a note in an unchanged folder, which the next thorough refresh picks up."""
-        stats = self.repairing(lambda: self._refresh(thorough))
-        for message in stats.warnings:
-            warn(message)
-        return stats
-
     def repairing(self, work: Callable[[], _T]) -> _T:
-        """Run `work`; if the index file turns out damaged (not merely locked by another process), start
-        the index again and run it once more. The index is a cache: a refresh rebuilds all of it."""
+        """Run `work`; if the index turns out damaged (not merely locked by another process), start the
+        index again and run it once more. The index is a cache: a refresh rebuilds all of it."""
         try:
             return work()
         except sqlite3.DatabaseError as exc:
@@ -326,42 +353,104 @@ class VaultIndex:
             except sqlite3.DatabaseError as again:
                 raise _busy_or_same(again) from None
 
-    def _refresh(self, thorough: bool) -> RefreshStats:
-        scan = scan_vault(self.config) if thorough else self._quick_scan()
-        if scan.temporaries:
-            from .write import sweep_temporaries
-
-            sweep_temporaries(self.config, scan.temporaries)
-        stats = RefreshStats()
-        conn = self.conn
-        seen_version = conn.execute("PRAGMA data_version").fetchone()[0]
-        diff = self._diff(scan)
-        if not diff.pending and not diff.snapshot_stale:
-            stats.warnings = self._problems()
-            return stats
-        conn.execute("BEGIN IMMEDIATE")
+    @contextlib.contextmanager
+    def _refresh_lock(self, wait: bool) -> Iterator[bool]:
+        """Hold the vault's refresh lock; yields False when another process holds it and `wait` is off."""
         try:
-            if conn.execute("PRAGMA data_version").fetchone()[0] != seen_version:
-                # Another process committed while we waited for the write lock: diff again.
+            import fcntl
+        except ImportError:  # no flock: SQLite's own locking still keeps the index sound
+            yield True
+            return
+        try:
+            handle = open(self.path.with_name("index.lock"), "a")  # noqa: SIM115
+        except OSError:
+            yield True
+            return
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                if not wait:
+                    yield False
+                    return
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield True
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # --- refresh ------------------------------------------------------------------------------------
+
+    def refresh(self, *, thorough: bool = True, wait: bool | None = None) -> RefreshStats:
+        """Bring the index up to date with the vault; a damaged index is rebuilt silently.
+
+        thorough (search): stat every note. Otherwise (read, completion) stat every folder and list
+        only those whose mtime moved: that sees every note created, deleted or renamed and every save
+        made by replacing the file (amem's own writes, most editors), but not an in-place rewrite of
+        a note in an unchanged folder, which the next thorough refresh picks up.
+
+        wait (default: thorough): when another process is refreshing, wait for it; otherwise use the
+        index as it is now (`busy` in the result). Warnings are returned, not reported: the caller
+        says which of them matter to it."""
+        return self.repairing(lambda: self._refresh(thorough, thorough if wait is None else wait))
+
+    def _refresh(self, thorough: bool, wait: bool) -> RefreshStats:
+        stats = RefreshStats()
+        with self._refresh_lock(wait) as held:
+            if not held:
+                stats.busy = True
+            else:
+                # The one place that decides how the vault is looked at: every note, or only the folders.
+                scan = scan_vault(self.config) if thorough else self._quick_scan()
+                if scan.temporaries:
+                    from .write import sweep_temporaries
+
+                    sweep_temporaries(self.config, scan.temporaries)
                 diff = self._diff(scan)
-            if diff.settled:
-                conn.executemany("UPDATE notes SET digest = NULL WHERE rowid = ?", [(r,) for r in diff.settled])
-            if diff.removed or diff.to_index:
-                self._apply(scan, diff.removed, diff.to_index, stats)
-            if diff.dirs_changed:
-                conn.execute("DELETE FROM dirs")
-                conn.executemany("INSERT INTO dirs (path, mtime_ns) VALUES (?, ?)", scan.dirs.items())
-            if scan.listed is None:
-                # scan.files now holds exactly the (mtime, size) stored for every note (see _apply).
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES (?, ?)", (_SNAPSHOT, marshal.dumps((scan.files, scan.dirs)))
-                )
-            elif diff.pending:
-                conn.execute("DELETE FROM meta WHERE key = ?", (_SNAPSHOT,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+                if diff.pending or diff.snapshot_stale:
+                    self._apply(scan, diff, stats, snapshot=scan.listed is None)
+                else:
+                    self._write_search_rows()  # left by an interrupted refresh
+        stats.warnings = self._problems()
+        return stats
+
+    def update(self, note_ids: Iterable[str]) -> RefreshStats:
+        """Re-check exactly these notes, with no walk: index the changed, add the new, drop the gone.
+        For an index keeper that learns of changes from file-system events."""
+        return self.repairing(lambda: self._update(list(dict.fromkeys(note_ids))))
+
+    def _update(self, note_ids: list[str]) -> RefreshStats:
+        stats = RefreshStats()
+        scan = VaultScan(listed=set())
+        walker = _Walker(self.config, scan)
+        for note_id in note_ids:
+            found = walker.stat_note(note_id) if walker.is_note(note_id) else None
+            if found is not None:
+                scan.files[note_id] = found
+        conn = self.conn
+        diff = _Diff()
+        rows = list(
+            select_in(conn, "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes WHERE id IN ({})", note_ids)
+        )
+        known = {row[1] for row in rows}
+        racy = []
+        for row in rows:
+            found = scan.files.get(row[1])
+            if found is None:
+                diff.removed.append((row[0], row[1]))
+            elif found != (row[2], row[3]):
+                diff.to_index.append(row[1])
+            elif row[4] is not None:
+                racy.append(row)
+        self._check_racy(scan, racy, diff)
+        diff.to_index += [i for i in scan.files if i not in known]
+        problems = {r[1] for r in conn.execute("SELECT rowid, id FROM notes WHERE problem IS NOT NULL")}
+        diff.to_index += [i for i in scan.files if i in problems and i not in diff.to_index]
+        with self._refresh_lock(True):
+            if diff.pending:
+                self._apply(scan, diff, stats, snapshot=False)
+            else:
+                self._write_search_rows()
         stats.warnings = self._problems()
         return stats
 
@@ -397,7 +486,8 @@ class VaultIndex:
         """What the scan shows changed since the index was written. Only the rows that can differ are
         fetched: those of the notes whose (mtime, size) differ from the last thorough refresh's snapshot
         (thorough), or of the folders that were listed again or vanished (quick); plus, always, the
-        racily recent notes, whose content is compared."""
+        racily recent notes, whose content is compared, and the notes that could not be indexed, which
+        are tried again (their problem may be gone with no visible change)."""
         conn = self.conn
         columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
         diff = _Diff()
@@ -436,8 +526,27 @@ class VaultIndex:
                 racy.append(row)
         self._check_racy(scan, racy, diff)
         diff.to_index.extend(note_id for note_id in candidates if note_id in on_disk and note_id not in known)
+        self._retry_problems(scan, diff)
         diff.dirs_changed = known_dirs != scan.dirs
         return diff
+
+    def _retry_problems(self, scan: VaultScan, diff: _Diff) -> None:
+        """Notes stored as unreadable whose file now reads and decodes: index them again."""
+        queued = set(diff.to_index)
+        removed = {note_id for _, note_id in diff.removed}
+        root = os.path.abspath(self.config.vault_root)
+        for note_id, mtime_ns, size in self.conn.execute(
+            "SELECT id, mtime_ns, size FROM notes WHERE problem IS NOT NULL"
+        ):
+            if note_id in queued or note_id in removed:
+                continue
+            try:
+                with open(os.path.join(root, note_id), "rb") as handle:
+                    handle.read().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            scan.files.setdefault(note_id, (mtime_ns, size))
+            diff.to_index.append(note_id)
 
     def _check_racy(self, scan: VaultScan, rows: list[Any], diff: _Diff) -> None:
         """Notes whose (mtime, size) matched but were modified racily recently: compare their content."""
@@ -449,126 +558,71 @@ class VaultIndex:
             elif mtime_ns < scan.started_ns - RACY_NS:
                 diff.settled.append(rowid)  # old enough now: (mtime, size) can be trusted
 
-    def _apply(self, scan: VaultScan, removed: list[tuple[int, str]], to_index: list[str], stats: RefreshStats) -> None:
-        from .notes import note_title, parse_note  # here, so that a refresh that changes nothing loads no YAML
+    # --- applying changes ---------------------------------------------------------------------------
 
+    def _apply(self, scan: VaultScan, diff: _Diff, stats: RefreshStats, *, snapshot: bool) -> None:
+        """Write the diff: removals first, then the notes to index in batches, each its own transaction;
+        the folder list and (thorough) the snapshot with the last. Until then the stored snapshot is
+        gone, so an interrupted refresh is finished by the next one, which finds the batches done."""
         conn = self.conn
-        extensions = _extensions()
-        known: dict[str, int] = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE id IN ({})", to_index))
-        id_set_changed = bool(removed)
-        if removed:
-            rowids = [rowid for rowid, _ in removed]
-            run_in(conn, "DELETE FROM notes WHERE rowid IN ({})", rowids)
-            run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
-            for ext in extensions:
-                ext.remove_notes(conn, rowids)
-            stats.removed = len(removed)
+        batches = [diff.to_index[i : i + BATCH] for i in range(0, len(diff.to_index), BATCH)] or [[]]
+        progress = self.reporter.progress("indexing", len(diff.to_index))
+        work = _Batch(self, scan, stats, bulk=len(diff.to_index) > BULK_RESOLUTION)
+        try:
+            for number, batch in enumerate(batches):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if number == 0:
+                        conn.execute("DELETE FROM meta WHERE key = ?", (_SNAPSHOT,))
+                        if diff.settled:
+                            conn.executemany(
+                                "UPDATE notes SET digest = NULL WHERE rowid = ?", [(r,) for r in diff.settled]
+                            )
+                        if diff.removed:
+                            work.remove(diff.removed)
+                    work.write(batch)
+                    if number == len(batches) - 1:
+                        if diff.dirs_changed:
+                            conn.execute("DELETE FROM dirs")
+                            conn.executemany("INSERT INTO dirs (path, mtime_ns) VALUES (?, ?)", scan.dirs.items())
+                        if snapshot:
+                            # scan.files now holds exactly the (mtime, size) stored for every note.
+                            conn.execute(
+                                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                (_SNAPSHOT, marshal.dumps((scan.files, scan.dirs))),
+                            )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                progress.step(len(batch))
+        finally:
+            progress.done()
+        self._write_search_rows(work)
 
-        progress = _Progress(len(to_index))
-        flipped: list[str] = []  # known notes that became readable or unreadable: link targets or not now
-        indexed: list[IndexedNote] = []
-        parsed_links: dict[int, list[str]] = {}
-        racy_before = scan.started_ns - RACY_NS
-        root = os.path.abspath(self.config.vault_root)
-        for note_id in to_index:
-            path = os.path.join(root, note_id)
-            mtime_ns, size = scan.files[note_id]
-            rowid = known.get(note_id)
-            if rowid is not None:
-                conn.execute("DELETE FROM links WHERE src = ?", (rowid,))
-                stats.changed += 1
-            else:
-                stats.added += 1
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-                    st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
-                mtime_ns, size = st.st_mtime_ns, st.st_size
-                text = data.decode("utf-8")
-                problem = None
-            except OSError as exc:
-                data, text, problem = b"", "", f"cannot read it ({exc.strerror})"
-            except UnicodeDecodeError:
-                text, problem = "", "it is not UTF-8 text"
-            digest = sha1_hex(data) if mtime_ns >= racy_before else None
-            if problem is None:
-                note = parse_note(text, note_id)
-                title = note_title(note.frontmatter, note.body, note_id)
-                frontmatter = json.dumps(note.frontmatter, ensure_ascii=False, default=str)
-            else:
-                title, frontmatter = "", "{}"
-            cut = note_id.rfind("/") + 1
-            key = link_key(note_id)
-            values = (
-                note_id,
-                note_id[:cut],
-                note_id[cut:],
-                note_id[::-1],
-                key,
-                key[key.rfind("/") + 1 :],
-                key[::-1],
-                mtime_ns,
-                size,
-                digest,
-                problem,
-                title,
-                frontmatter,
-            )
-            scan.files[note_id] = (mtime_ns, size)  # what is stored, for the snapshot
-            if rowid is None:
-                id_set_changed = id_set_changed or problem is None
-                rowid = conn.execute(
-                    "INSERT INTO notes (id, folder, name, rid, key, name_key, rkey, mtime_ns, size, digest, "
-                    "problem, title, frontmatter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    values,
-                ).lastrowid
-                assert rowid is not None
-            else:
-                was_readable = conn.execute("SELECT problem IS NULL FROM notes WHERE rowid = ?", (rowid,)).fetchone()[0]
-                if bool(was_readable) != (problem is None):
-                    flipped.append(note_id)
-                    id_set_changed = True
-                conn.execute(
-                    "UPDATE notes SET id=?, folder=?, name=?, rid=?, key=?, name_key=?, rkey=?, mtime_ns=?, "
-                    "size=?, digest=?, problem=?, title=?, frontmatter=? WHERE rowid=?",
-                    (*values, rowid),
-                )
-                for ext in extensions:
-                    ext.remove_notes(conn, [rowid])
-            if problem is None:
-                parsed_links[rowid] = [normalise_target(link.target) for link in extract_links(note.body)]
-                indexed.append(IndexedNote(rowid, note_id, title, note.body, note.frontmatter))
-            progress.step()
-        progress.done()
-
-        pending = sum(len(t) for t in parsed_links.values())
-        resolver = self._resolver(bulk=pending > BULK_RESOLUTION) if (pending or id_set_changed) else None
-        if id_set_changed and resolver is not None:
-            # A note that appeared or vanished changes only links whose target could name it.
-            affected: set[str] = set()
-            for _, note_id in removed:
-                affected |= resolution_keys(note_id, self.config.extensions)
-            for note_id in to_index:
-                if note_id not in known:
-                    affected |= resolution_keys(note_id, self.config.extensions)
-            for note_id in flipped:
-                affected |= resolution_keys(note_id, self.config.extensions)
-            rows = select_in(conn, "SELECT DISTINCT target FROM links WHERE tkey IN ({})", sorted(affected))
-            conn.executemany(
-                "UPDATE links SET resolved = ? WHERE target = ?", [(resolver.resolve(t), t) for (t,) in set(rows)]
-            )
-        if resolver is not None:
-            conn.executemany(
-                "INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)",
-                [
-                    (rowid, seq, target, link_key(target), resolver.resolve(target))
-                    for rowid, targets_of in parsed_links.items()
-                    for seq, target in enumerate(targets_of)
-                    if target
-                ],
-            )
-        for ext in extensions:
-            ext.add_notes(conn, indexed)
+    def _write_search_rows(self, work: _Batch | None = None) -> None:
+        """The second pass (see _Batch): write the marked search rows, a batch per transaction."""
+        conn = self.conn
+        pending = conn.execute("SELECT count(*) FROM notes WHERE search != 0").fetchone()[0]
+        if not pending:
+            return
+        if work is None:
+            work = _Batch(self, VaultScan(), RefreshStats(), bulk=False)
+        progress = self.reporter.progress("indexing search terms", pending)
+        try:
+            while True:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    more = work.search_rows()
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                if not more:
+                    break
+                progress.step(min(BATCH, pending))
+        finally:
+            progress.done()
 
     def _resolver(self, bulk: bool = False) -> LinkResolver:
         if not bulk:
@@ -577,10 +631,11 @@ class VaultIndex:
         return LinkResolver(ids, self.config.extensions)
 
     def _problems(self) -> list[str]:
+        # `+id`: sort the few problem rows found through their partial index, not scan the id index.
         return [
             f"skipped note {note_id!r}: {problem}"
             for note_id, problem in self.conn.execute(
-                "SELECT id, problem FROM notes WHERE problem IS NOT NULL ORDER BY id"
+                "SELECT id, problem FROM notes WHERE problem IS NOT NULL ORDER BY +id"
             )
         ]
 
@@ -589,16 +644,16 @@ class VaultIndex:
     def ids(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT id FROM notes WHERE problem IS NULL ORDER BY id")]
 
-    def resolver(self) -> LinkResolver:
-        """A LinkResolver whose lookups are queries on the index: cheap for a few links."""
-        return self._resolver()
-
     def resolve(self, target: str) -> str | None:
         key = normalise_target(target)
         row = self.conn.execute("SELECT resolved FROM links WHERE target = ? LIMIT 1", (key,)).fetchone()
         if row is not None:
             return str(row[0]) if row[0] is not None else None
         return self._resolver().resolve(key)
+
+    def resolver(self) -> LinkResolver:
+        """A LinkResolver whose lookups are queries on the index: cheap for a few links."""
+        return self._resolver()
 
     def backlinks(self, note_id: str) -> list[str]:
         return [
@@ -610,6 +665,18 @@ class VaultIndex:
             )
         ]
 
+    def stats(self) -> dict[str, int]:
+        """{notes, terms, bytes}: the notes indexed (readable ones), the search terms, the database's size."""
+        conn = self.conn
+        notes = conn.execute("SELECT count(*) FROM notes WHERE problem IS NULL").fetchone()[0]
+        terms = conn.execute("SELECT count(*) FROM search_vocab").fetchone()[0]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+        return {"notes": notes, "terms": terms, "bytes": pages}
+
+    def clear(self) -> None:
+        """Delete the index, so that the next refresh builds it from nothing."""
+        self._discard()
+
     # --- what amem last saw of each note (for modifiedExternally) -----------------------------------
 
     def last_seen(self, note_id: str) -> str | None:
@@ -620,15 +687,302 @@ class VaultIndex:
         self.conn.execute("INSERT OR REPLACE INTO seen (id, version) VALUES (?, ?)", (note_id, version))
 
 
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+class _Batch:
+    """Applies one refresh's changes inside the transactions `_apply` opens, in two passes.
+
+    The first writes notes, tags and links, resolves links, and marks the search rows to write (changed
+    notes) or whose backlinks field to rewrite (notes whose linking notes changed). The second writes
+    those search rows, reading each note again, once every link of the refresh is known, so that a
+    cold build writes each row once with its final backlinks. The marks are committed with each batch:
+    an interrupted refresh leaves them for the next one to finish."""
+
+    def __init__(self, index: VaultIndex, scan: VaultScan, stats: RefreshStats, *, bulk: bool) -> None:
+        self.index = index
+        self.conn = index.conn
+        self.config = index.config
+        self.scan = scan
+        self.stats = stats
+        self.bulk = bulk
+        self.root = os.path.abspath(self.config.vault_root)
+        self.real_root = os.path.realpath(self.root)
+        self.racy_before = scan.started_ns - RACY_NS
+        self._memory: LinkResolver | None = None
+
+    def resolver(self) -> LinkResolver:
+        if not self.bulk:
+            return _IndexResolver(self.conn, self.config.extensions)
+        if self._memory is None:
+            self._memory = self.index._resolver(bulk=True)
+        return self._memory
+
+    def remove(self, removed: list[tuple[int, str]]) -> None:
+        from . import fts
+
+        conn = self.conn
+        rowids = [rowid for rowid, _ in removed]
+        dirty = {r[0] for r in select_in(conn, "SELECT resolved FROM links WHERE src IN ({})", rowids) if r[0]}
+        searchable = [
+            r[0]
+            for r in select_in(
+                conn, "SELECT rowid FROM notes WHERE rowid IN ({}) AND search != 1 AND problem IS NULL", rowids
+            )
+        ]
+        fts.delete(conn, searchable)
+        run_in(conn, "DELETE FROM notes WHERE rowid IN ({})", rowids)
+        run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
+        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
+        self.stats.removed += len(removed)
+        keys: set[str] = set()
+        for _, note_id in removed:
+            keys |= resolution_keys(note_id, self.config.extensions)
+        self._memory = None  # the in-memory resolver knew the removed notes
+        dirty |= self._reresolve(keys)
+        self._mark_backlinks(dirty)
+
+    def write(self, batch: list[str]) -> None:
+        from . import fts
+        from .notes import note_title, parse_note  # here, so that a refresh that changes nothing loads no YAML
+        from .simple_yaml import simple_frontmatter, split_frontmatter
+        from .tags import note_tags
+        from .tokenize import title_key
+
+        if not batch:
+            return
+        conn = self.conn
+        known: dict[str, tuple[int, bool]] = {
+            note_id: (rowid, bool(searchable))
+            for note_id, rowid, searchable in select_in(
+                conn, "SELECT id, rowid, problem IS NULL AND search != 1 FROM notes WHERE id IN ({})", batch
+            )
+        }
+        old_rowids = [rowid for rowid, _ in known.values()]
+        readable_before = {
+            r[0] for r in select_in(conn, "SELECT rowid FROM notes WHERE rowid IN ({}) AND problem IS NULL", old_rowids)
+        }
+        # A note's outgoing links change the backlinks of the notes it stops or starts linking to only.
+        old_targets: dict[int, set[str]] = {}
+        for src, resolved in select_in(conn, "SELECT src, resolved FROM links WHERE src IN ({})", old_rowids):
+            if resolved:
+                old_targets.setdefault(src, set()).add(resolved)
+        run_in(conn, "DELETE FROM links WHERE src IN ({})", old_rowids)
+        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", old_rowids)
+        fts.delete(conn, [rowid for rowid, searchable in known.values() if searchable])
+        dirty: set[str] = set()
+
+        keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
+        added: list[str] = []
+        new_rows: list[tuple[Any, ...]] = []
+        next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
+        tag_rows: list[tuple[int, str]] = []
+        link_rows: list[tuple[int, int, str]] = []
+        for note_id in batch:
+            path = os.path.join(self.root, note_id)
+            mtime_ns, size = self.scan.files[note_id]
+            try:
+                if os.path.islink(path) and not may_read(path, self.real_root):
+                    raise PermissionError(13, "it leads outside the vault")
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                    st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
+                mtime_ns, size = st.st_mtime_ns, st.st_size
+                text = data.decode("utf-8")
+                problem = None
+            except OSError as exc:
+                data, text, problem = b"", "", f"cannot read it ({exc.strerror})"
+            except UnicodeDecodeError:
+                text, problem = "", "it is not UTF-8 text"
+            digest = sha1_hex(data) if mtime_ns >= self.racy_before else None
+            tags: list[str] = []
+            created = None
+            body_at = 0
+            if problem is None:
+                block, body = split_frontmatter(text)
+                fields = {} if block is None else simple_frontmatter(block)
+                if fields is None:  # beyond the simple subset: YAML decides
+                    note = parse_note(text, note_id)
+                    fields, body = note.frontmatter, note.body
+                title = note_title(fields, body, note_id)
+                frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
+                tags = note_tags(fields, body)
+                value = fields.get("created")
+                created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+                body_at = len(data) - len(body.encode("utf-8"))
+            else:
+                title, frontmatter = "", "{}"
+            cut = note_id.rfind("/") + 1
+            key = link_key(note_id)
+            values = (
+                note_id,
+                note_id[:cut],
+                key,
+                link_key(note_id[cut:]),
+                key[::-1],
+                mtime_ns,
+                size,
+                digest,
+                problem,
+                title,
+                title_key(title),
+                json.dumps(tags, ensure_ascii=False),
+                created,
+                frontmatter,
+                body_at,
+                0 if problem else 1,
+            )
+            self.scan.files[note_id] = (mtime_ns, size)  # what is stored, for the snapshot
+            old = known.get(note_id)
+            if old is None:
+                self.stats.added += 1
+                rowid = next_rowid
+                next_rowid += 1
+                new_rows.append((rowid, *values))
+                if problem is None:
+                    keys |= resolution_keys(note_id, self.config.extensions)
+                    added.append(note_id)
+            else:
+                self.stats.changed += 1
+                rowid = old[0]
+                if (rowid in readable_before) != (problem is None):  # a link target or not now
+                    keys |= resolution_keys(note_id, self.config.extensions)
+                    self._memory = None
+                conn.execute(
+                    "UPDATE notes SET id=?, folder=?, key=?, name_key=?, rkey=?, mtime_ns=?, size=?, digest=?, "
+                    "problem=?, title=?, title_key=?, tags=?, created=?, frontmatter=?, body_at=?, search=? "
+                    "WHERE rowid=?",
+                    (*values, rowid),
+                )
+            if problem is None:
+                tag_rows += [(rowid, tag) for tag in tags]
+                link_rows += [
+                    (rowid, seq, target)
+                    for seq, target in enumerate(normalise_target(link.target) for link in extract_links(body))
+                    if target
+                ]
+        conn.executemany(
+            "INSERT INTO notes (rowid, id, folder, key, name_key, rkey, mtime_ns, size, digest, problem, title, "
+            "title_key, tags, created, frontmatter, body_at, search) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            new_rows,
+        )
+        conn.executemany("INSERT INTO note_tags (note, tag) VALUES (?, ?)", tag_rows)
+        if self._memory is not None:
+            for note_id in added:
+                self._memory.add(note_id)
+        if link_rows or keys:
+            dirty |= self._reresolve(keys)
+            resolver = self.resolver()
+            resolved = [
+                (src, seq, target, link_key(target), resolver.resolve(target)) for src, seq, target in link_rows
+            ]
+            conn.executemany("INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)", resolved)
+            new_targets: dict[int, set[str]] = {}
+            for src, _, _, _, target in resolved:
+                if target:
+                    new_targets.setdefault(src, set()).add(target)
+            for src in old_targets.keys() | new_targets.keys():
+                dirty |= old_targets.get(src, set()) ^ new_targets.get(src, set())
+        else:
+            for targets in old_targets.values():
+                dirty |= targets
+        self._mark_backlinks(dirty)
+
+    def _reresolve(self, keys: set[str]) -> set[str]:
+        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved."""
+        if not keys:
+            return set()
+        conn = self.conn
+        rows = set(
+            select_in(
+                conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", sorted(map(link_key, keys))
+            )
+        )
+        if not rows:
+            return set()
+        resolver = self.resolver()
+        moved: set[str] = set()
+        updates = []
+        for target, old in rows:
+            new = resolver.resolve(target)
+            if new != old:
+                updates.append((new, target))
+                moved |= {i for i in (old, new) if i}
+        conn.executemany("UPDATE links SET resolved = ? WHERE target = ?", updates)
+        return moved
+
+    def _mark_backlinks(self, dirty: set[str]) -> None:
+        """Notes whose linking notes changed: their search row's backlinks field is to be rewritten."""
+        run_in(
+            self.conn, "UPDATE notes SET search = 2 WHERE search = 0 AND problem IS NULL AND id IN ({})", sorted(dirty)
+        )
+
+    def search_rows(self) -> bool:
+        """Write one batch of the search rows marked by the first pass; False when none is left."""
+        from . import fts
+        from .tokenize import field_text
+
+        conn = self.conn
+        rows = conn.execute(
+            "SELECT rowid, id, title, body_at, search FROM notes WHERE search != 0 ORDER BY search, rowid LIMIT ?",
+            (BATCH,),
+        ).fetchall()
+        if not rows:
+            return False
+        sources = self._linking_ids([row[1] for row in rows])
+        inserts: list[tuple[int, str, str, str, str]] = []
+        relinks: list[tuple[str, int]] = []
+        for rowid, note_id, title, body_at, state in rows:
+            links = fts.links_text(sources.get(note_id, ()))
+            if state == 2:
+                relinks.append((links, rowid))
+                continue
+            body = self._body(note_id, body_at)
+            inserts.append((rowid, fts.head_text(note_id, title), fts.headings_text(body), links, field_text(body)))
+        fts.insert(conn, inserts)
+        fts.set_links(conn, relinks)
+        conn.executemany("UPDATE notes SET search = 0 WHERE rowid = ?", [(row[0],) for row in rows])
+        return True
+
+    def _body(self, note_id: str, body_at: int) -> str:
+        path = os.path.join(self.root, note_id)
+        try:
+            if os.path.islink(path) and not may_read(path, self.real_root):
+                return ""
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return ""  # gone since the first pass: the next refresh removes it
+        return data[body_at:].decode("utf-8", errors="replace")
+
+    def _linking_ids(self, note_ids: Sequence[str]) -> dict[str, list[str]]:
+        """note id → ids of the other notes that link to it, sorted."""
+        found: dict[str, list[str]] = {}
+        for target, src in select_in(
+            self.conn,
+            "SELECT DISTINCT l.resolved, n.id FROM links l JOIN notes n ON n.rowid = l.src "
+            "WHERE l.resolved IN ({}) ORDER BY n.id",
+            list(note_ids),
+        ):
+            if src != target:
+                found.setdefault(target, []).append(src)
+        return found
+
+
+def _fingerprint(master: list[tuple[Any, ...]]) -> str:
+    return hashlib.sha1(repr(master).encode("utf-8")).hexdigest()
+
+
+#: SQLite result codes that say the file system refused or another process holds a lock: the index
+#: may be sound, so it is not thrown away. Every other error means damage.
+_NOT_DAMAGE = {3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 23}  # PERM BUSY LOCKED NOMEM READONLY INTERRUPT IOERR FULL …
 
 
 def _is_damage(exc: sqlite3.DatabaseError) -> bool:
-    """A damaged or foreign index file, as opposed to one another process holds locked."""
+    """A damaged, foreign or other-layout index, as opposed to one that is locked or cannot be written."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    return not isinstance(exc, sqlite3.OperationalError)
+        return code & 0xFF not in _NOT_DAMAGE
+    message = str(exc)
+    return not any(word in message for word in ("locked", "busy", "readonly", "disk", "unable to open"))
 
 
 def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
@@ -646,20 +1000,22 @@ def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
 
 class _IndexResolver(LinkResolver):
     """Answers the resolver's lookups with indexed queries: cheap for a few links, where loading every
-    id into memory would cost more than the queries."""
+    id into memory would cost more than the queries. As LinkResolver's lookups do, each receives
+    `link_key` forms and returns every id whose key matches; LinkResolver ranks them."""
 
     def __init__(self, conn: sqlite3.Connection, extensions: tuple[str, ...]) -> None:
         super().__init__((), extensions)
         self.conn = conn
 
-    def _ids(self, where: str, values: list[str]) -> list[str]:
+    def _ids(self, where: str, values: Sequence[str]) -> list[str]:
         sql = f"SELECT id FROM notes WHERE problem IS NULL AND ({where})"
-        return [row[0] for row in self.conn.execute(sql, values)]
+        return [row[0] for row in self.conn.execute(sql, list(values))]
 
     def find_exact(self, keys: list[str]) -> list[str]:
         return self._ids(f"key IN ({','.join('?' * len(keys))})", keys)
 
     def find_suffix(self, keys: list[str]) -> list[str]:
+        """Ids whose key ends with `/` + one of `keys`."""
         found: list[str] = []
         for key in keys:
             low = ("/" + key)[::-1]
@@ -696,26 +1052,3 @@ def _digest_of(path: str) -> str | None:
             return sha1_hex(handle.read())
     except OSError:
         return None
-
-
-class _Progress:
-    """Progress on stderr for builds that take more than a second, only when stderr is a terminal."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.count = 0
-        self.start = time.monotonic()
-        self.shown = False
-        self.tty = total > 0 and sys.stderr.isatty()
-
-    def step(self) -> None:
-        self.count += 1
-        if self.tty and self.count % 250 == 0 and time.monotonic() - self.start > 1:
-            sys.stderr.write(f"\ramem: indexing {self.count}/{self.total} notes")
-            sys.stderr.flush()
-            self.shown = True
-
-    def done(self) -> None:
-        if self.shown:
-            sys.stderr.write(f"\ramem: indexed {self.total} notes{' ' * 10}\n")
-            sys.stderr.flush()

@@ -1,0 +1,46 @@
+"""amem list: the notes of the vault or of a folder, with title, tags, size and times."""
+
+from __future__ import annotations
+
+import click
+
+from ..cli import AppContext, pass_app
+from ..output import emit
+from . import Command
+
+
+@click.command(
+    "list",
+    cls=Command,
+    epilog="""
+    amem list notes/
+    amem list --tag auth --sort modified --limit 10
+    amem list | jq -r '.notes[].id'
+    """,
+)
+@click.argument("prefix", required=False, metavar="[PREFIX]")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="T",
+    help="Only notes tagged T (frontmatter tags or #T in the body; with or without #, any case; "
+    "nested tags count). Repeat: every tag must hold.",
+)
+@click.option(
+    "--sort",
+    type=click.Choice(["id", "modified", "created"]),
+    default="id",
+    show_default=True,
+    help="Order by id, or newest first by modification or by frontmatter `created`.",
+)
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N notes.")
+@pass_app
+def command(app: AppContext, prefix: str | None, tags: tuple[str, ...], sort: str, limit: int | None) -> None:
+    """List the notes of the vault, or those whose id starts with PREFIX (a folder such as notes/).
+
+    Prints {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}.
+    """
+    from ..vault.listing import list_notes
+
+    emit(list_notes(app.config, prefix, tags=tags, sort=sort, limit=limit, reporter=app.reporter))

@@ -1,0 +1,71 @@
+"""The search tables of the vault index: one SQLite FTS5 row per readable note, kept by the index's
+refresh in the same transactions as the notes, so the search engine always describes the index's state.
+
+Each row has four fields, all stored as the terms `tokenize.terms_of` gives (space-separated, so FTS5's
+`ascii` tokenizer sees exactly those terms and their positions):
+
+- `head`: the id without its extension and the title (ranked ×3),
+- `headings`: the note's Markdown headings,
+- `links`: the ids of the notes that link to this one (rewritten when those links change),
+- `body`: the whole body.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from .links import prose_lines
+from .tokenize import field_text, id_stem
+
+SCHEMA = """
+CREATE VIRTUAL TABLE search_fts USING fts5(head, headings, links, body, tokenize='ascii', prefix='1');
+CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_fts, 'row');
+"""
+
+#: Between two values in one field (id and title; the linking ids), so no phrase runs across them:
+#: a term no query can contain (queries are made of letters and digits only).
+SEPARATOR = " \u2063 "
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
+_HEADINGS = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
+
+
+def head_text(note_id: str, title: str) -> str:
+    return field_text(id_stem(note_id)) + SEPARATOR + field_text(title)
+
+
+def headings_text(body: str) -> str:
+    """The Markdown headings outside fenced code (with no fence in the body, found by one regex)."""
+    if "#" not in body:
+        return ""
+    if "```" not in body and "~~~" not in body:
+        found = [m.group(1) for m in _HEADINGS.finditer(body)]
+    else:
+        found = [m.group(1) for line in prose_lines(body) if (m := _HEADING.match(line))]
+    return SEPARATOR.join(map(field_text, found))
+
+
+def links_text(source_ids: Iterable[str]) -> str:
+    return SEPARATOR.join(map(_id_text, source_ids))
+
+
+@functools.lru_cache(maxsize=4096)
+def _id_text(note_id: str) -> str:
+    """An id's terms: a note linked from many others is tokenized once per batch, not once per link."""
+    return field_text(id_stem(note_id))
+
+
+def insert(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str, str, str]]) -> None:
+    """Rows of (rowid, head, headings, links, body)."""
+    conn.executemany("INSERT INTO search_fts (rowid, head, headings, links, body) VALUES (?, ?, ?, ?, ?)", rows)
+
+
+def delete(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+    conn.executemany("DELETE FROM search_fts WHERE rowid = ?", [(r,) for r in rowids])
+
+
+def set_links(conn: sqlite3.Connection, values: Sequence[tuple[str, int]]) -> None:
+    """(links text, rowid) pairs: the linking ids of notes whose backlinks changed."""
+    conn.executemany("UPDATE search_fts SET links = ? WHERE rowid = ?", values)
