@@ -282,7 +282,7 @@ def test_sigkill_while_the_server_is_down_then_restart_delivers_everything(tmp_p
     try:
         second = AmemProcess(*args, tmp_path=tmp_path, name="second")
         wait_until(lambda: len(server.stored()) == 10, message="the 10 observations delivered")
-        assert sorted(o["data"]["files"][0] for o in server.stored()) == [f"k{i}.md" for i in range(10)]
+        assert sorted(r["files"][0] for r in server.stored()) == [f"k{i}.md" for i in range(10)]
         wait_until(lambda: not spooled(server.url), message="the spool to empty")
         assert second.signal(signal.SIGTERM) == 0
         assert "resending 10 spooled observation(s)" in second.stderr

@@ -52,13 +52,9 @@ def test_change_observation_has_the_source_shape(tmp_path: Path) -> None:
     assert data["rootDir"] == str(tmp_path)
     assert data["absPath"] == str(tmp_path / "notes.md")
     assert data["size"] == 12 and data["truncated"] is False
-    assert data["tool_name"] == "fs_watcher_change"
-    assert data["tool_input"] == {
-        "path": "notes.md",
-        "changeKind": "file_change",
-        "sha256": "a948904f2f0f479b8f8197694b30184b0d2ed1c1cd2a1ec0fb85d299a192a447",
-    }
-    assert data["tool_output"] == data["content"]
+    assert data["tool_name"] == "file_edit notes.md"
+    assert data["tool_input"] == {"sha256": "a948904f2f0f479b", "file_path": "notes.md"}
+    assert data["tool_output"] == "hello world\n"  # the file's text first: the part the server searches
 
 
 def test_delete_observation(tmp_path: Path) -> None:
@@ -68,8 +64,9 @@ def test_delete_observation(tmp_path: Path) -> None:
     assert data["changeKind"] == "file_delete"
     assert data["content"] == "deleted: gone/x.ts"
     assert data["files"] == ["gone/x.ts"]
-    assert data["tool_name"] == "fs_watcher_delete"
-    assert data["tool_input"]["path"] == "gone/x.ts"
+    assert data["tool_name"] == "file_delete gone/x.ts"
+    assert data["tool_input"] == {"deleted": obs["timestamp"], "file_path": "gone/x.ts"}
+    assert data["tool_output"] == "deleted: gone/x.ts"
 
 
 def test_two_different_edits_never_share_a_tool_input(tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ from watchdog.events import FileSystemEventHandler
 
 from .observation import WatchedRoot
 
-OnPath = Callable[[WatchedRoot, str], None]
+#: Called with the root, the absolute path and whether the event made a new directory entry (IN_CREATE,
+#: watchdog's "created"): a new file, as opposed to a write or a rename over an existing one.
+OnPath = Callable[[WatchedRoot, str, bool], None]
 Log = Callable[[str], None]
 
 
@@ -170,7 +172,12 @@ class InotifyTree(TreeWatcher):
         return int(wd)
 
     def _watch_tree(
-        self, root: WatchedRoot, top: str, *, report_files: bool, moved_from: tuple[WatchedRoot, str] | None = None
+        self,
+        root: WatchedRoot,
+        top: str,
+        *,
+        report_files: bool,
+        moved_from: tuple[WatchedRoot, str] | None = None,
     ) -> int:
         """Add a watch to `top` and every non-ignored folder below it. The watch goes on before the folder
         is listed, so a file created meanwhile is seen either by the listing or by an event (the debounce
@@ -210,12 +217,13 @@ class InotifyTree(TreeWatcher):
                     if not rules.is_ignored(rel, is_dir=True):
                         stack.append(entry.path)
                 elif report_files and not rules.is_ignored(rel, is_dir=False):
-                    self.on_path(root, entry.path)
+                    # In a folder just created, a file found is new; in one moved in, it existed before.
+                    self.on_path(root, entry.path, moved_from is None)
                     if moved_from is not None:
                         old_root, old_top = moved_from
                         old_path = old_top + entry.path[len(top) :]
                         if not old_root.rules.is_path_ignored(old_root.rel(old_path)):
-                            self.on_path(old_root, old_path)
+                            self.on_path(old_root, old_path, False)
         return added
 
     def _unwatch_tree(self, top: str) -> None:
@@ -336,7 +344,7 @@ class InotifyTree(TreeWatcher):
             if root.rules.load_gitignore(folder_rel):
                 self._reconcile(root, folder)
         if mask & self._file_events and not root.rules.is_ignored(rel, is_dir=False):
-            self.on_path(root, path)
+            self.on_path(root, path, bool(mask & self.IN_CREATE))
 
     def _handle_folder(self, root: WatchedRoot, path: str, rel: str, mask: int, cookie: int) -> None:
         # Folders themselves produce no observation; they only change what is watched.
@@ -362,7 +370,7 @@ class InotifyTree(TreeWatcher):
             for name in files:
                 old_path = old_top + os.path.join(folder, name)[len(new_top) :]
                 if not old_root.rules.is_path_ignored(old_root.rel(old_path)):
-                    self.on_path(old_root, old_path)
+                    self.on_path(old_root, old_path, False)
 
 
 # --- other platforms --------------------------------------------------------------------------------
@@ -416,4 +424,4 @@ class _FilteringHandler(FileSystemEventHandler):
             if os.path.basename(path) == ".gitignore":
                 folder_rel = os.path.dirname(rel)
                 self.root.rules.load_gitignore(folder_rel)
-            self.on_path(self.root, path)
+            self.on_path(self.root, path, event.event_type == "created" and raw == event.src_path)
