@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -202,3 +204,50 @@ def test_project_is_the_git_top_level_name_even_from_a_sub_folder(tmp_path: Path
     plain = tmp_path / "plain"
     plain.mkdir()
     assert project_name(str(plain), git_toplevel(str(plain))) == "plain"
+
+
+HOOK_PROBE = """\
+import json, sys
+from amem.watcher.observation import git_toplevel, project_name
+folder = sys.argv[1]
+top = git_toplevel(folder)
+print(json.dumps({"top": top, "project": project_name(folder, top)}))
+"""
+
+
+@pytest.mark.parametrize("how", ["linked-worktree", "git-dir-flag"])
+def test_inside_a_git_hook_the_project_is_the_watched_folders_repository(tmp_path: Path, how: str) -> None:
+    """git exports GIT_DIR (and GIT_WORK_TREE) to its hooks; a watcher started there must still name the
+    repository that holds the folder it watches, not the one whose hook runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@e")
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+    watched = tmp_path / "my-repo" / "packages" / "web"
+    watched.mkdir(parents=True)
+    git(tmp_path / "my-repo", "init", "-q")
+    hooked = tmp_path / "hooked"
+    hooked.mkdir()
+    git(hooked, "init", "-q")
+    write_file(hooked / "a.txt", "a")
+    git(hooked, "add", "a.txt")
+    git(hooked, "commit", "-q", "-m", "first")
+    probe = write_file(tmp_path / "probe.py", HOOK_PROBE)
+    out = tmp_path / "hook-output.json"
+    hook = hooked / ".git" / "hooks" / "pre-commit"
+    write_file(
+        hook, f'#!/bin/sh\nenv | grep "^GIT_" > "{out}.env"\n"{sys.executable}" "{probe}" "{watched}" > "{out}"\n'
+    )
+    hook.chmod(0o755)
+    if how == "linked-worktree":
+        git(hooked, "worktree", "add", "-q", str(tmp_path / "linked"))
+        where, args = tmp_path / "linked", ["commit", "-q", "--allow-empty", "-m", "in a hook"]
+    else:
+        where = tmp_path
+        args = [f"--git-dir={hooked / '.git'}", f"--work-tree={hooked}", "commit", "-q", "--allow-empty", "-m", "x"]
+    git(where, *args)
+    assert "GIT_DIR=" in Path(f"{out}.env").read_text(), "the hook ran with git's repository variables"
+    result = json.loads(out.read_text())
+    assert result == {"top": os.path.realpath(tmp_path / "my-repo"), "project": "my-repo"}

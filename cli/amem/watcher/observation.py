@@ -22,11 +22,11 @@ import os
 import re
 import secrets
 import stat
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from .redact import redact
@@ -180,18 +180,18 @@ class SessionIds:
 
 
 def git_toplevel(folder: str) -> str | None:
+    """The top-level folder of the git work tree holding `folder`, or None (no repository, no git).
+
+    Asked through the vault's git helper, which drops the GIT_DIR / GIT_WORK_TREE a git hook exports, so
+    that a watcher started from a hook names the repository of the folder, not the hook's."""
+    from ..errors import GitError
+    from ..vault.git import find_repository
+
     try:
-        done = subprocess.run(
-            ["git", "-C", folder, "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        repo = find_repository(Path(folder))
+    except GitError:
         return None
-    top = done.stdout.strip()
-    return os.path.normpath(top) if done.returncode == 0 and top else None
+    return str(repo.top) if repo is not None else None
 
 
 def project_name(root: str, toplevel: str | None) -> str:
