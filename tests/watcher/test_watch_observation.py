@@ -113,8 +113,40 @@ def test_a_secret_straddling_the_preview_limit_is_still_redacted(tmp_path: Path)
     assert obs is not None
     _, _, preview = obs["data"]["content"].partition("\n\n")
     assert "Zq9" not in preview
-    assert "x " + "[REDACTED] word" in preview
-    assert len(preview.encode()) == MAX_PREVIEW_BYTES and obs["data"]["truncated"] is True
+    # The secret is recognised whole, and the preview ends with it: nothing from past byte 4096 is kept.
+    assert preview == "x" * 4000 + " [REDACTED]"
+    assert obs["data"]["truncated"] is True
+
+
+@pytest.mark.parametrize("body_lines", [30, 80])
+def test_a_private_key_cut_by_the_preview_limit_gets_no_end_marker(tmp_path: Path, body_lines: int) -> None:
+    # 30 lines of 64: the END marker lies past byte 4096 but within the look-ahead; 80: past both.
+    body = "\n".join("MIIEv" + "Q" * 59 for _ in range(body_lines))
+    text = (
+        "# notes\n"
+        + "n" * 2500
+        + "\n-----BEGIN RSA PRIVATE KEY-----\n"
+        + body
+        + "\n-----END RSA PRIVATE KEY-----\ntail\n"
+    )
+    write_file(tmp_path / "key.md", text)
+    obs = observe_path(make_root(tmp_path), str(tmp_path / "key.md"), "s", False)
+    assert obs is not None
+    _, _, preview = obs["data"]["content"].partition("\n\n")
+    assert preview.endswith("-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]")
+    assert "-----END" not in preview and "tail" not in preview and "MIIEv" not in preview
+
+
+def test_a_private_key_inside_the_preview_keeps_both_markers(tmp_path: Path) -> None:
+    key = "MHcCAQEEI" * 5
+    text = f"-----BEGIN EC PRIVATE KEY-----\n{key}\n-----END EC PRIVATE KEY-----\n" + "after " * 1000
+    write_file(tmp_path / "k.txt", text)
+    obs = observe_path(make_root(tmp_path), str(tmp_path / "k.txt"), "s", False)
+    assert obs is not None
+    _, _, preview = obs["data"]["content"].partition("\n\n")
+    assert preview.startswith("-----BEGIN EC PRIVATE KEY-----\n[REDACTED]\n-----END EC PRIVATE KEY-----\nafter ")
+    # The redacted key is shorter than the key; the preview still ends where the file's byte 4096 is.
+    assert len(preview) == MAX_PREVIEW_BYTES - (len(key) - len("[REDACTED]"))
 
 
 def test_binary_files_send_the_path_only_unless_allowed(tmp_path: Path) -> None:

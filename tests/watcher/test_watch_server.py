@@ -254,7 +254,10 @@ def test_a_deduplicated_answer_counts_as_delivered(make_watcher: Make, tree: Pat
 # --- no secret reaches any sink ---------------------------------------------------------------------
 
 SECRET = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789", min_size=16, max_size=32)
-PLACEMENT = st.sampled_from(["env", "json", "yaml-list", "bearer", "pem", "pem-inline", "jwt", "url"])
+PLACEMENT = st.sampled_from(
+    ["env", "json", "yaml-list", "bearer", "pem", "pem-inline", "jwt", "url"]
+    + ["signing-key", "cookie", "curl", "netrc", "xml", "stripe", "pem-cut"]
+)
 
 
 def file_with_secret(secret: str, placement: str) -> tuple[str, str]:
@@ -272,6 +275,14 @@ def file_with_secret(secret: str, placement: str) -> tuple[str, str]:
         ),
         "jwt": ("session.txt", f"cookie session={jwt}; Path=/\n"),
         "url": ("db.toml", f'url = "postgres://app:{secret}@db:5432/prod"\n'),
+        "signing-key": (".env.local", f"SIGNING_KEY={secret}\nPRIMARY_KEY=id\n"),
+        "cookie": ("request.txt", f"GET / HTTP/1.1\nCookie: sid={secret}; theme=dark\n"),
+        "curl": ("deploy.sh", f"curl -u ci:{secret} https://ci.example.com\n"),
+        "netrc": ("netrc.txt", f"machine example.com login bot password {secret}\n"),
+        "xml": ("settings.html", f"<settings><password>{secret}</password></settings>\n"),
+        "stripe": ("pay.ts", f"const stripe = new Stripe('sk_live_{secret}');\n"),
+        # A key block that the 4096-byte preview cuts: its END marker and the rest stay out.
+        "pem-cut": ("id.txt", "x" * 4000 + f"\n-----BEGIN OPENSSH PRIVATE KEY-----\n{secret}\n" * 3),
     }[placement]
 
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .redact import redact
+from .redact import REDACTED, redact, redact_prefix
 from .rules import IgnoreRules
 
 HOOK_TYPE = "post_tool_use"
@@ -252,8 +252,16 @@ def _preview(head: bytes, more: bool) -> str:
         cut = max(head.rfind(c) for c in (b" ", b"\t", b"\r", b"\n"))
         head = head[: cut + 1] if cut >= MAX_PREVIEW_BYTES else trim_partial_tail(head)
     text = head.decode("utf-8", errors="replace")
-    redacted = redact(text)
-    return cut_utf8(redacted.encode("utf-8"), MAX_PREVIEW_BYTES).decode("utf-8", errors="replace")
+    # The preview is the file's first 4096 bytes, redacted with what follows them as context.
+    end = len(cut_utf8(head, MAX_PREVIEW_BYTES).decode("utf-8", errors="replace"))
+    preview = redact_prefix(text, end)
+    shown = cut_utf8(preview.encode("utf-8"), MAX_PREVIEW_BYTES).decode("utf-8", errors="replace")
+    if len(shown) < len(preview):
+        # Redaction can lengthen text (a short secret becomes [REDACTED]); never end on half a marker.
+        for size in range(len(REDACTED) - 1, 0, -1):
+            if shown.endswith(REDACTED[:size]):
+                return shown[:-size]
+    return shown
 
 
 def trim_partial_tail(data: bytes) -> bytes:
