@@ -56,6 +56,7 @@ TYPE_WORDS = (
     ("file_read", ("read", "view")),
     ("subagent", ("task", "agent")),
 )
+_WHOLE_WORD = {word: re.compile(rf"(^|_){word}(_|$)") for _, words in TYPE_WORDS for word in words}
 _SEARCH_TOOL = re.compile(r"grep|glob|search|find|^ls$|list", re.I)
 
 # The server's own secret stripping, as its rules read (applied to the JSON text of `data`).
@@ -125,7 +126,7 @@ def infer_type(tool_name: str | None, hook_type: str) -> str:
     normal = re.sub(r"[-\s]+", "_", re.sub(r"([a-z])([A-Z])", r"\1_\2", tool_name)).lower()
 
     def has_word(word: str) -> bool:
-        return bool(re.search(rf"(^|_){word}(_|$)", normal)) or normal.startswith(word) or normal.endswith(word)
+        return bool(_WHOLE_WORD[word].search(normal)) or normal.startswith(word) or normal.endswith(word)
 
     for kind, words in TYPE_WORDS:
         if any(has_word(word) for word in words):
@@ -249,6 +250,7 @@ class StandInServer:
         #: called with each POSTed payload before the answer is sent (to look at the client meanwhile)
         self.on_observe: Callable[[Any], None] | None = None
         self._recent: dict[str, float] = {}
+        self._per_session: dict[str, int] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -344,11 +346,12 @@ class StandInServer:
         now = time.monotonic()
         if now - self._recent.get(key, -1e9) < DEDUP_SECONDS:
             return 201, {"deduplicated": True, "sessionId": session_id}
-        stored_here = sum(1 for r in self.records if r["sessionId"] == session_id)
+        stored_here = self._per_session.get(session_id, 0)
         if self.session_cap > 0 and stored_here >= self.session_cap:
             return 201, {"success": False, "error": f"Session observation limit reached ({self.session_cap})"}
         observation_id = f"obs_{secrets.token_hex(8)}"
         self.records.append(compress(observation_id, payload, sanitize_data(data)))
+        self._per_session[session_id] = stored_here + 1
         self._recent[key] = now
         session = self.sessions.get(session_id)
         if session is None:

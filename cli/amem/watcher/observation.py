@@ -56,6 +56,7 @@ SERVER_TYPE_WORDS = (
     ("file_read", ("read", "view")),
     ("subagent", ("task", "agent")),
 )
+_WHOLE_WORDS = {word: re.compile(rf"(?:^|_){word}(?:_|$)") for _, words in SERVER_TYPE_WORDS for word in words}
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _WORD_BREAK = re.compile(r"[-\s]+")
 
@@ -280,7 +281,7 @@ def server_type(tool_name: str) -> str:
     normal = _WORD_BREAK.sub("_", _CAMEL.sub(r"\1_\2", tool_name)).lower()
     for kind, words in SERVER_TYPE_WORDS:
         for word in words:
-            if normal.startswith(word) or normal.endswith(word) or re.search(rf"(?:^|_){word}(?:_|$)", normal):
+            if normal.startswith(word) or normal.endswith(word) or _WHOLE_WORDS[word].search(normal):
                 return kind
     return "other"
 
