@@ -316,3 +316,20 @@ def test_search_needs_a_query_and_reads_only_the_record(standin: StandInServer) 
     assert search(standin, "visibleword") and search(standin, "zebracontentword") == []
     assert requests.post(f"{standin.url}/agentmemory/search", json={}, timeout=5).status_code == 400
     assert requests.get(f"{standin.url}/agentmemory/observations", timeout=5).json() == {"error": "sessionId required"}
+
+
+def test_a_preview_ending_inside_a_key_block_loses_its_record_on_the_server(
+    tmp_path: Path, standin: StandInServer
+) -> None:
+    """A known limit, written down: the server's own key-block rule runs to the end of the JSON when there
+    is no END marker, which breaks the JSON it then parses, so the record keeps none of the fields. amem
+    does not add an END marker to avoid it (it would be text the file's preview does not have)."""
+    body = "\n".join("Q" * 64 for _ in range(40))
+    text = "n" * 4000 + f"\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----\n"
+    path = write_file(tmp_path / "id.md", text)
+    observation = observe_path(make_root(tmp_path), str(path), "s", False)
+    assert observation is not None
+    assert observation["data"]["content"].endswith("-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]")
+    post(standin, observation)
+    [record] = standin.stored()
+    assert (record["title"], record["files"], record["narrative"]) == ("post_tool_use", [], "")
