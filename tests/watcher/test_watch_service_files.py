@@ -32,9 +32,9 @@ def unit_command(home: Path) -> list[str]:
 
 
 def agent_command(home: Path) -> tuple[list[str], dict[str, str]]:
-    with open(SERVICE / "dev.amem.watch.plist", "rb") as handle:
+    with open(SERVICE / "org.amem.watch.plist", "rb") as handle:
         agent = plistlib.load(handle)
-    assert agent["Label"] == "dev.amem.watch" and agent["KeepAlive"] == {"SuccessfulExit": False}
+    assert agent["Label"] == "org.amem.watch" and agent["KeepAlive"] == {"SuccessfulExit": False}
     args = [arg.replace("/Users/you", str(home)) for arg in agent["ProgramArguments"]]
     return args, dict(agent.get("EnvironmentVariables", {}))
 

@@ -32,16 +32,25 @@ from watchdog.events import FileSystemEventHandler
 
 from .observation import WatchedRoot
 
-#: Called with the root, the absolute path and whether the event made a new directory entry (IN_CREATE,
-#: watchdog's "created"): a new file, as opposed to a write or a rename over an existing one.
-OnPath = Callable[[WatchedRoot, str, bool], None]
+#: Called with the root and the absolute path of a file that changed.
+OnPath = Callable[[WatchedRoot, str], None]
 Log = Callable[[str], None]
 
 
 class TreeWatcher:
-    """What the watcher needs from a backend."""
+    """What the watcher needs from a backend. `on_created`, when set, is also called (before `on_path`)
+    for an event that made a new directory entry (IN_CREATE, watchdog's "created"): a new file, as opposed
+    to a write or a rename over an existing one."""
 
     backend = "none"
+    on_created: OnPath | None = None
+
+    def _report(self, root: WatchedRoot, path: str, created: bool) -> None:
+        if created and self.on_created is not None:
+            self.on_created(root, path)
+        self.on_path(root, path)
+
+    on_path: OnPath
 
     def add_root(self, root: WatchedRoot) -> None:
         raise NotImplementedError
@@ -58,15 +67,21 @@ class TreeWatcher:
         return None
 
 
-def make_tree_watcher(on_path: OnPath, warn: Log, backend: str = "auto") -> TreeWatcher:
+def make_tree_watcher(
+    on_path: OnPath, warn: Log, backend: str = "auto", *, on_created: OnPath | None = None
+) -> TreeWatcher:
+    tree: TreeWatcher | None = None
     if backend in ("auto", "inotify") and sys.platform.startswith("linux"):
         try:
-            return InotifyTree(on_path, warn)
+            tree = InotifyTree(on_path, warn)
         except (ImportError, OSError) as exc:
             if backend == "inotify":
                 raise
             warn(f"inotify is not available ({exc}); using watchdog's recursive observer")
-    return WatchdogTree(on_path, warn)
+    if tree is None:
+        tree = WatchdogTree(on_path, warn)
+    tree.on_created = on_created
+    return tree
 
 
 # --- Linux ------------------------------------------------------------------------------------------
@@ -218,12 +233,12 @@ class InotifyTree(TreeWatcher):
                         stack.append(entry.path)
                 elif report_files and not rules.is_ignored(rel, is_dir=False):
                     # In a folder just created, a file found is new; in one moved in, it existed before.
-                    self.on_path(root, entry.path, moved_from is None)
+                    self._report(root, entry.path, moved_from is None)
                     if moved_from is not None:
                         old_root, old_top = moved_from
                         old_path = old_top + entry.path[len(top) :]
                         if not old_root.rules.is_path_ignored(old_root.rel(old_path)):
-                            self.on_path(old_root, old_path, False)
+                            self.on_path(old_root, old_path)
         return added
 
     def _unwatch_tree(self, top: str) -> None:
@@ -344,7 +359,7 @@ class InotifyTree(TreeWatcher):
             if root.rules.load_gitignore(folder_rel):
                 self._reconcile(root, folder)
         if mask & self._file_events and not root.rules.is_ignored(rel, is_dir=False):
-            self.on_path(root, path, bool(mask & self.IN_CREATE))
+            self._report(root, path, bool(mask & self.IN_CREATE))
 
     def _handle_folder(self, root: WatchedRoot, path: str, rel: str, mask: int, cookie: int) -> None:
         # Folders themselves produce no observation; they only change what is watched.
@@ -370,7 +385,7 @@ class InotifyTree(TreeWatcher):
             for name in files:
                 old_path = old_top + os.path.join(folder, name)[len(new_top) :]
                 if not old_root.rules.is_path_ignored(old_root.rel(old_path)):
-                    self.on_path(old_root, old_path, False)
+                    self.on_path(old_root, old_path)
 
 
 # --- other platforms --------------------------------------------------------------------------------
@@ -388,7 +403,7 @@ class WatchdogTree(TreeWatcher):
         self._roots: list[WatchedRoot] = []
 
     def add_root(self, root: WatchedRoot) -> None:
-        handler = _FilteringHandler(root, self.on_path)
+        handler = _FilteringHandler(root, self)
         self._observer.schedule(handler, root.path, recursive=True)
         self._roots.append(root)
 
@@ -401,10 +416,10 @@ class WatchdogTree(TreeWatcher):
 
 
 class _FilteringHandler(FileSystemEventHandler):
-    def __init__(self, root: WatchedRoot, on_path: OnPath) -> None:
+    def __init__(self, root: WatchedRoot, tree: TreeWatcher) -> None:
         super().__init__()
         self.root = root
-        self.on_path = on_path
+        self.tree = tree
 
     def on_any_event(self, event: Any) -> None:
         if event.event_type in ("opened", "closed_no_write"):
@@ -424,4 +439,4 @@ class _FilteringHandler(FileSystemEventHandler):
             if os.path.basename(path) == ".gitignore":
                 folder_rel = os.path.dirname(rel)
                 self.root.rules.load_gitignore(folder_rel)
-            self.on_path(self.root, path, event.event_type == "created" and raw == event.src_path)
+            self.tree._report(self.root, path, event.event_type == "created" and raw == event.src_path)

@@ -173,7 +173,7 @@ class Watcher:
     def start(self) -> None:
         from .observer import make_tree_watcher
 
-        self._tree = make_tree_watcher(self._on_path, self.warn, self.options.backend)
+        self._tree = make_tree_watcher(self._on_path, self.warn, self.options.backend, on_created=self._on_created)
         failures: list[str] = []
         for raw in self.options.roots:
             reason = self._attach(raw)
@@ -276,12 +276,13 @@ class Watcher:
 
     # --- the pipeline ---------------------------------------------------------------------------------
 
-    def _on_path(self, root: WatchedRoot, path: str, created: bool = False) -> None:
+    def _on_created(self, root: WatchedRoot, path: str) -> None:
+        # A burst that made the file is one observation of a new file, whatever writes followed.
+        with self._count_lock:
+            self._created.add((root, path))
+
+    def _on_path(self, root: WatchedRoot, path: str) -> None:
         key = (root, path)
-        if created:
-            # A burst that made the file is one observation of a new file, whatever writes followed.
-            with self._count_lock:
-                self._created.add(key)
         if self._debouncer is not None:
             self._debouncer.touch(key)
         else:
