@@ -264,6 +264,12 @@ class AmemProcess:
             self._out.close()
         return code
 
+    def kill_if_running(self) -> None:
+        """After a failed assertion: no watcher outlives its test."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.wait()
+
 
 def test_sigkill_while_the_server_is_down_then_restart_delivers_everything(tmp_path: Path) -> None:
     root = tmp_path / "root"
@@ -271,22 +277,26 @@ def test_sigkill_while_the_server_is_down_then_restart_delivers_everything(tmp_p
     server = StandInServer(port=free_port())
     args = (str(root), "--url", server.url, "--debounce-ms", "50")
     first = AmemProcess(*args, tmp_path=tmp_path, name="first")
-    for i in range(10):
-        write_file(root / f"k{i}.md", f"kill test {i}")
-    wait_until(lambda: len(spooled(server.url)) == 10, message="10 spooled observations")
-    wait_until(lambda: "cannot deliver" in first.stderr, message="the outage to be reported")
-    assert first.signal(signal.SIGKILL) == -signal.SIGKILL
-    server.start()
+    second: AmemProcess | None = None
     try:
+        for i in range(10):
+            write_file(root / f"k{i}.md", f"kill test {i}")
+        wait_until(lambda: len(spooled(server.url)) == 10, message="10 spooled observations")
+        wait_until(lambda: "cannot deliver" in first.stderr, message="the outage to be reported")
+        assert first.signal(signal.SIGKILL) == -signal.SIGKILL
+        server.start()
         second = AmemProcess(*args, tmp_path=tmp_path, name="second")
         wait_until(lambda: len(server.stored()) == 10, message="the 10 observations delivered")
-        assert sorted(o["data"]["files"][0] for o in server.stored()) == [f"k{i}.md" for i in range(10)]
+        assert sorted(r["files"][0] for r in server.stored()) == [f"k{i}.md" for i in range(10)]
         wait_until(lambda: not spooled(server.url), message="the spool to empty")
         assert second.signal(signal.SIGTERM) == 0
         assert "resending 10 spooled observation(s)" in second.stderr
         assert "watch stopped: 0 observed; server: 10 delivered, 0 spooled, 0 failed" in second.stderr
     finally:
         server.stop()
+        for process in (first, second):
+            if process is not None:
+                process.kill_if_running()
 
 
 def test_sigterm_flushes_pending_changes_and_exits_0(tmp_path: Path) -> None:

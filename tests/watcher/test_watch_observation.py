@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -52,13 +54,9 @@ def test_change_observation_has_the_source_shape(tmp_path: Path) -> None:
     assert data["rootDir"] == str(tmp_path)
     assert data["absPath"] == str(tmp_path / "notes.md")
     assert data["size"] == 12 and data["truncated"] is False
-    assert data["tool_name"] == "fs_watcher_change"
-    assert data["tool_input"] == {
-        "path": "notes.md",
-        "changeKind": "file_change",
-        "sha256": "a948904f2f0f479b8f8197694b30184b0d2ed1c1cd2a1ec0fb85d299a192a447",
-    }
-    assert data["tool_output"] == data["content"]
+    assert data["tool_name"] == "file_edit notes.md"
+    assert data["tool_input"] == {"sha256": "a948904f2f0f479b", "file_path": "notes.md"}
+    assert data["tool_output"] == "hello world\n"  # the file's text first: the part the server searches
 
 
 def test_delete_observation(tmp_path: Path) -> None:
@@ -68,8 +66,9 @@ def test_delete_observation(tmp_path: Path) -> None:
     assert data["changeKind"] == "file_delete"
     assert data["content"] == "deleted: gone/x.ts"
     assert data["files"] == ["gone/x.ts"]
-    assert data["tool_name"] == "fs_watcher_delete"
-    assert data["tool_input"]["path"] == "gone/x.ts"
+    assert data["tool_name"] == "file_delete gone/x.ts"
+    assert data["tool_input"] == {"deleted": obs["timestamp"], "file_path": "gone/x.ts"}
+    assert data["tool_output"] == "deleted: gone/x.ts"
 
 
 def test_two_different_edits_never_share_a_tool_input(tmp_path: Path) -> None:
@@ -114,8 +113,40 @@ def test_a_secret_straddling_the_preview_limit_is_still_redacted(tmp_path: Path)
     assert obs is not None
     _, _, preview = obs["data"]["content"].partition("\n\n")
     assert "Zq9" not in preview
-    assert "x " + "[REDACTED] word" in preview
-    assert len(preview.encode()) == MAX_PREVIEW_BYTES and obs["data"]["truncated"] is True
+    # The secret is recognised whole, and the preview ends with it: nothing from past byte 4096 is kept.
+    assert preview == "x" * 4000 + " [REDACTED]"
+    assert obs["data"]["truncated"] is True
+
+
+@pytest.mark.parametrize("body_lines", [30, 80])
+def test_a_private_key_cut_by_the_preview_limit_gets_no_end_marker(tmp_path: Path, body_lines: int) -> None:
+    # 30 lines of 64: the END marker lies past byte 4096 but within the look-ahead; 80: past both.
+    body = "\n".join("MIIEv" + "Q" * 59 for _ in range(body_lines))
+    text = (
+        "# notes\n"
+        + "n" * 2500
+        + "\n-----BEGIN RSA PRIVATE KEY-----\n"
+        + body
+        + "\n-----END RSA PRIVATE KEY-----\ntail\n"
+    )
+    write_file(tmp_path / "key.md", text)
+    obs = observe_path(make_root(tmp_path), str(tmp_path / "key.md"), "s", False)
+    assert obs is not None
+    _, _, preview = obs["data"]["content"].partition("\n\n")
+    assert preview.endswith("-----BEGIN RSA PRIVATE KEY-----\n[REDACTED]")
+    assert "-----END" not in preview and "tail" not in preview and "MIIEv" not in preview
+
+
+def test_a_private_key_inside_the_preview_keeps_both_markers(tmp_path: Path) -> None:
+    key = "MHcCAQEEI" * 5
+    text = f"-----BEGIN EC PRIVATE KEY-----\n{key}\n-----END EC PRIVATE KEY-----\n" + "after " * 1000
+    write_file(tmp_path / "k.txt", text)
+    obs = observe_path(make_root(tmp_path), str(tmp_path / "k.txt"), "s", False)
+    assert obs is not None
+    _, _, preview = obs["data"]["content"].partition("\n\n")
+    assert preview.startswith("-----BEGIN EC PRIVATE KEY-----\n[REDACTED]\n-----END EC PRIVATE KEY-----\nafter ")
+    # The redacted key is shorter than the key; the preview still ends where the file's byte 4096 is.
+    assert len(preview) == MAX_PREVIEW_BYTES - (len(key) - len("[REDACTED]"))
 
 
 def test_binary_files_send_the_path_only_unless_allowed(tmp_path: Path) -> None:
@@ -205,3 +236,50 @@ def test_project_is_the_git_top_level_name_even_from_a_sub_folder(tmp_path: Path
     plain = tmp_path / "plain"
     plain.mkdir()
     assert project_name(str(plain), git_toplevel(str(plain))) == "plain"
+
+
+HOOK_PROBE = """\
+import json, sys
+from amem.watcher.observation import git_toplevel, project_name
+folder = sys.argv[1]
+top = git_toplevel(folder)
+print(json.dumps({"top": top, "project": project_name(folder, top)}))
+"""
+
+
+@pytest.mark.parametrize("how", ["linked-worktree", "git-dir-flag"])
+def test_inside_a_git_hook_the_project_is_the_watched_folders_repository(tmp_path: Path, how: str) -> None:
+    """git exports GIT_DIR (and GIT_WORK_TREE) to its hooks; a watcher started there must still name the
+    repository that holds the folder it watches, not the one whose hook runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@e")
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+    watched = tmp_path / "my-repo" / "packages" / "web"
+    watched.mkdir(parents=True)
+    git(tmp_path / "my-repo", "init", "-q")
+    hooked = tmp_path / "hooked"
+    hooked.mkdir()
+    git(hooked, "init", "-q")
+    write_file(hooked / "a.txt", "a")
+    git(hooked, "add", "a.txt")
+    git(hooked, "commit", "-q", "-m", "first")
+    probe = write_file(tmp_path / "probe.py", HOOK_PROBE)
+    out = tmp_path / "hook-output.json"
+    hook = hooked / ".git" / "hooks" / "pre-commit"
+    write_file(
+        hook, f'#!/bin/sh\nenv | grep "^GIT_" > "{out}.env"\n"{sys.executable}" "{probe}" "{watched}" > "{out}"\n'
+    )
+    hook.chmod(0o755)
+    if how == "linked-worktree":
+        git(hooked, "worktree", "add", "-q", str(tmp_path / "linked"))
+        where, args = tmp_path / "linked", ["commit", "-q", "--allow-empty", "-m", "in a hook"]
+    else:
+        where = tmp_path
+        args = [f"--git-dir={hooked / '.git'}", f"--work-tree={hooked}", "commit", "-q", "--allow-empty", "-m", "x"]
+    git(where, *args)
+    assert "GIT_DIR=" in Path(f"{out}.env").read_text(), "the hook ran with git's repository variables"
+    result = json.loads(out.read_text())
+    assert result == {"top": os.path.realpath(tmp_path / "my-repo"), "project": "my-repo"}

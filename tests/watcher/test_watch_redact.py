@@ -7,7 +7,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from amem.watcher.redact import REDACTED, is_sensitive_key, redact
+from amem.watcher.redact import REDACTED, is_sensitive_key, redact, redact_prefix
 
 LONG_JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
@@ -191,6 +191,185 @@ def test_crlf_lines() -> None:
     assert redact("PASSWORD=abc\r\nNAME=x\r\n") == "PASSWORD=[REDACTED]\r\nNAME=x\r\n"
 
 
+# --- second round: more key names -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "DB_PASS",
+        "smtp-pass",
+        "passphrase",
+        "GPG_PASSPHRASE",
+        "AUTH",
+        "basicAuth",
+        "x-auth",
+        "credentials",
+        "GOOGLE_APPLICATION_CREDENTIAL",
+        "Cookie",
+        "Set-Cookie",
+        "SESSION_COOKIE",
+        "ENCRYPTION_KEY",
+        "SIGNING_KEY",
+        "signingKey",
+        "master-key",
+        "LICENSE_KEY",
+        "AccountKey",
+        "masterkey",
+    ],
+)
+def test_second_round_keys_are_sensitive(key: str) -> None:
+    assert is_sensitive_key(key)
+    assert redact(f"{key}=s3cr3tvalue") == f"{key}={REDACTED}"
+    assert redact(f'"{key}": "s3cr3tvalue"') == f'"{key}": "{REDACTED}"'
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "PRIMARY_KEY",
+        "foreign_key",
+        "sortKey",
+        "partition-key",
+        "public_key",
+        "cache_key",
+        "key",
+        "keyboard",
+        "hotkey",
+        "monkey",
+        "passage",
+        "compass",
+        "bypass_cache",
+        "author",
+        "AUTHOR_EMAIL",
+        "authored_at",
+        "COOKIE_DOMAIN",
+        "cookie_name",
+        "keys",
+    ],
+)
+def test_second_round_look_alikes_stay(key: str) -> None:
+    assert not is_sensitive_key(key)
+    assert redact(f"{key}=plainvalue") == f"{key}=plainvalue"
+    assert redact(f'"{key}": "plainvalue"') == f'"{key}": "plainvalue"'
+
+
+# --- second round: token shapes, formats and commands -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token", "look_alike"),
+    [
+        ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "sk_live_demo"),
+        ("rk_live_" + "51H8x7KLmN0pQrStUvWxYz12", "rk_live_"),
+        ("sk_test_" + "4eC39HqLyjWDarjtT1zdp7dc", "task_test_runner"),
+        ("AIza" + "SyD-EXAMPLE0123456789abcdefghijklmn", "AIzaSyShort"),
+        ("glpat-" + "xYz1234567890ABCDEFGH", "glpat-short"),
+        ("npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_install_helper"),
+        ("SG." + "aBcDeFgHiJkLmNoPqRsTuV" + "." + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFG", "SG.short.value"),
+        ("pypi-AgEIcHlwaS5vcmc" + "A" * 60, "pypi-package-name"),
+        ("shpat_" + "0123456789abcdef0123456789abcdef", "shpat_notes"),
+        ("xapp-1-A0123456789-1234567890-abcdef", "xapp-store"),
+        ("hvs." + "CAESIJ0123456789abcdefghijklmnop", "hvs.config"),
+        ("dop_v1_" + "0123456789abcdef" * 4, "dop_v1_notes"),
+        (
+            "AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" + "QPZRY9X8GF2TVDW0S3JN54KHCE",
+            "AGE-SECRET-KEY-1 is the prefix",
+        ),
+    ],
+)
+def test_second_round_token_shapes(token: str, look_alike: str) -> None:
+    out = redact(f"value: {token} here")
+    assert token not in out and out == f"value: {REDACTED} here"
+    text = f"value: {look_alike} here"
+    assert redact(text) == text
+
+
+def test_slack_webhook_url() -> None:
+    url = "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"
+    assert redact(f"webhook: {url}\n") == f"webhook: https://hooks.slack.com/services/{REDACTED}\n"
+    docs = "read https://hooks.slack.com/ and https://api.slack.com/services/list"
+    assert redact(docs) == docs
+
+
+def test_curl_user_password() -> None:
+    assert redact("curl -u admin:hunter22 https://x") == f"curl -u admin:{REDACTED} https://x"
+    assert redact("curl --user 'ci:p4ss w' x") == f"curl --user 'ci:{REDACTED}' x"
+    assert redact('curl -u "ci:p4ss w" x') == f'curl -u "ci:{REDACTED}" x'
+    text = "curl -u admin https://x && sort -u names.txt && curl --user-agent a:b x"
+    assert redact(text) == text
+
+
+def test_mysql_glued_password() -> None:
+    assert redact("mysql -u root -pS3cret db") == f"mysql -u root -p{REDACTED} db"
+    assert redact("mysqldump -pS3cret shop > d.sql") == f"mysqldump -p{REDACTED} shop > d.sql"
+    text = "mkdir -p build\nmysql -p shop\nssh -p2222 host"
+    assert redact(text) == text
+
+
+def test_netrc_password() -> None:
+    one_line = "machine api.example.com login bob password hunter22\n"
+    assert redact(one_line) == f"machine api.example.com login bob password {REDACTED}\n"
+    lines = "machine git.example.com\n  login bob\n  password hunter22\n"
+    assert redact(lines) == f"machine git.example.com\n  login bob\n  password {REDACTED}\n"
+    prose = "Forgot your password? Reset it from the login page.\n"
+    assert redact(prose) == prose
+
+
+def test_xml_elements() -> None:
+    text = "<db><user>bob</user><password>hunter22</password><ApiKey a='1'>k3y</ApiKey></db>"
+    assert redact(text) == f"<db><user>bob</user><password>{REDACTED}</password><ApiKey a='1'>{REDACTED}</ApiKey></db>"
+    look_alike = "<title>Passwords</title><author>Jane</author><passage>text</passage>"
+    assert redact(look_alike) == look_alike
+
+
+def test_cookie_headers() -> None:
+    assert redact("Cookie: sid=abc123; theme=dark") == f"Cookie: {REDACTED}"
+    assert redact("Set-Cookie: sid=abc123; Path=/") == f"Set-Cookie: {REDACTED}"
+    text = "cookie_name: sid\nCOOKIE_DOMAIN=example.com"
+    assert redact(text) == text
+
+
+def test_docker_auth() -> None:
+    config = '{"auths": {"ghcr.io": {"auth": "dXNlcjpwYXNzd29yZA=="}}}'
+    assert redact(config) == '{"auths": {"ghcr.io": {"auth": "[REDACTED]"}}}'
+    assert redact('{"author": "Jane"}') == '{"author": "Jane"}'
+
+
+def test_aws_secret_next_to_its_key_id() -> None:
+    csv = "ci,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+    assert redact(csv) == f"ci,{REDACTED},{REDACTED}\n"
+    # 40 characters with no key id nearby, or a lower-case hash next to one, stay.
+    alone = "commit wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+    assert redact(alone) == alone
+    near = "AKIAIOSFODNN7EXAMPLE 3f786850e387550fdab836ed7e6dc881de23001b"
+    assert redact(near) == f"{REDACTED} 3f786850e387550fdab836ed7e6dc881de23001b"
+
+
+def test_connection_strings_and_npmrc() -> None:
+    azure = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abc123==;EndpointSuffix=core"
+    assert redact(azure) == f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={REDACTED};EndpointSuffix=core"
+    npmrc = "//registry.npmjs.org/:_authToken=00000000-1111\n"
+    assert redact(npmrc) == f"//registry.npmjs.org/:_authToken={REDACTED}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('password: "abc', f'password: "{REDACTED}'),
+        ('{"token":"abc', f'{{"token":"{REDACTED}'),
+        ("Authorization: Basic\tabc", f"Authorization: Basic\t{REDACTED}"),
+    ],
+)
+def test_redaction_adds_no_quote_or_space(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_a_cut_private_key_gains_no_end_marker() -> None:
+    out = redact("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC")
+    assert out == f"-----BEGIN PRIVATE KEY-----\n{REDACTED}"
+
+
 # --- properties -------------------------------------------------------------------------------------
 
 SECRETS = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", min_size=12, max_size=40)
@@ -226,16 +405,35 @@ def placements(secret: str, key: str) -> list[str]:
         f"jwt={jwt}" if len(jwt) >= 100 else f"jwt {jwt}",
         f"token {jwt}",
         f"https://user:{secret}@example.com/path",
+        f"ENCRYPTION_KEY={secret}",
+        f"  signingKey: {secret}",
+        f"DB_PASS={secret}",
+        f"Cookie: sid={secret}; theme=dark",
+        f'{{"auths": {{"x.io": {{"auth": "{secret}"}}}}}}',
+        f"curl -u ci:{secret} https://x",
+        f"mysql -u root -p{secret} db",
+        f"machine h login u password {secret}",
+        f"<password>{secret}</password>",
+        f"sk_live_{secret}",
+        f"https://hooks.slack.com/services/T0/B0/{secret}",
+        f"AKIAIOSFODNN7EXAMPLE {secret[:20].ljust(20, 'Q')}{secret[-20:].rjust(20, '7')}",
+        f"-----BEGIN RSA PRIVATE KEY-----\n{secret}\n{secret}",
     ]
 
 
 @settings(max_examples=150, deadline=None)
-@given(secret=SECRETS, key=KEYS, before=FILLER, after=FILLER, which=st.integers(min_value=0, max_value=12))
+@given(secret=SECRETS, key=KEYS, before=FILLER, after=FILLER, which=st.integers(min_value=0, max_value=25))
 def test_a_secret_never_survives_redaction(secret: str, key: str, before: str, after: str, which: int) -> None:
     assume(secret not in before and secret not in after)
-    text = f"{before}\n{placements(secret, key)[which]}\n{after}"
+    placed = placements(secret, key)[which]
+    if which == 24:  # the AWS pair: the secret is the 40 characters next to the key id
+        secret = placed.split(" ", 1)[1]
+        assume(any(c.isdigit() for c in secret) and any(c.isupper() for c in secret))
+        assume(any(c.islower() for c in secret))
+    text = f"{before}\n{placed}\n{after}"
     out = redact(text)
     assert secret not in out
+    assert_only_replaced(text, out)
     assert redact(out) == out  # idempotent: redacting twice changes nothing more
 
 
@@ -244,3 +442,33 @@ def test_a_secret_never_survives_redaction(secret: str, key: str, before: str, a
 def test_redaction_never_crashes_and_is_idempotent(text: str) -> None:
     once = redact(text)
     assert redact(once) == once
+    assert_only_replaced(text, once)
+
+
+def assert_only_replaced(text: str, out: str) -> None:
+    """Redaction never invents text: what is left between the markers is the input's own, in order, and
+    it adds no private-key marker."""
+    position = 0
+    for piece in out.split(REDACTED):
+        found = text.find(piece, position)
+        assert found >= 0, f"{piece!r} is not the input's"
+        position = found + len(piece)
+    for marker in ("-----BEGIN", "-----END"):
+        assert out.count(marker) <= text.count(marker)
+
+
+TEXTISH = st.lists(
+    st.sampled_from([*"abcXYZ019 =:\"'-_\n{}[],.@/", "-----END RSA PRIVATE KEY-----", "password: "]), max_size=30
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(head=TEXTISH, body=SECRETS, tail=TEXTISH, cut=st.integers(min_value=0, max_value=200))
+def test_a_preview_cut_never_gains_text_past_the_cut(head: str, body: str, tail: str, cut: int) -> None:
+    text = f"{head}\n-----BEGIN RSA PRIVATE KEY-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\n{tail}"
+    end = min(cut, len(text))
+    preview = redact_prefix(text, end)
+    assert_only_replaced(text[:end] + REDACTED, preview + REDACTED)
+    assert body not in preview
+    if "-----END" not in text[:end]:
+        assert "-----END" not in preview

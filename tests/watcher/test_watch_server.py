@@ -67,7 +67,8 @@ def test_observations_reach_the_server_with_the_bearer_header(make_watcher: Make
         [obs] = w.wait_for("notes.md")
         [stored] = wait_until(server.stored, message="the stored observation")
         assert stored["id"].startswith("obs_")
-        assert {k: v for k, v in stored.items() if k != "id"} == obs
+        assert server.accepted() == [obs]
+        assert (stored["sessionId"], stored["files"], stored["type"]) == (obs["sessionId"], ["notes.md"], "file_write")
         [post] = server.posts()
         assert post["status"] == 201 and post["headers"]["authorization"] == "Bearer shhh"
         headers = {"Authorization": "Bearer shhh"}
@@ -77,7 +78,7 @@ def test_observations_reach_the_server_with_the_bearer_header(make_watcher: Make
         back = requests.get(
             f"{server.url}/agentmemory/observations", params={"sessionId": obs["sessionId"]}, headers=headers, timeout=5
         ).json()
-        assert [o["data"]["files"] for o in back["observations"]] == [["notes.md"]]
+        assert back["observations"] == [stored]
         wait_until(lambda: not spooled(server.url), message="the spool to empty")
     finally:
         server.stop()
@@ -128,7 +129,7 @@ def test_server_down_while_50_files_change_then_back(make_watcher: Make, tree: P
     down.start()
     wait_until(lambda: len(down.stored()) == 50, message="all 50 delivered")
     wait_until(lambda: not spooled(down.url), message="the spool to empty")
-    contents = [o["data"]["content"] for o in down.stored()]
+    contents = [o["data"]["content"] for o in down.accepted()]
     assert sorted(contents) == sorted(
         f"batch/file{i:02d}.md ({len(f'content number {i}') + 1} bytes)\n\ncontent number {i}\n" for i in range(50)
     )
@@ -173,7 +174,7 @@ def test_a_restarted_watcher_resends_what_is_left(make_watcher: Make, tree: Path
     assert any("resending 5 spooled" in line for line in second.logs)
     wait_until(lambda: not spooled(down.url), message="the spool to empty")
     # A watcher for another server leaves these alone.
-    assert sorted(o["data"]["files"][0] for o in down.stored()) == [f"r{i}.md" for i in range(5)]
+    assert sorted(r["files"][0] for r in down.stored()) == [f"r{i}.md" for i in range(5)]
 
 
 def test_a_spool_held_by_a_live_watcher_is_not_taken(tmp_path: Path) -> None:
@@ -204,7 +205,7 @@ def test_the_session_cap_moves_to_a_new_session(make_watcher: Make, tree: Path) 
             wait_until(all_stored, message=f"observation {i} stored")
         sessions: dict[str, list[str]] = {}
         for stored in server.stored():
-            sessions.setdefault(stored["sessionId"], []).append(stored["data"]["files"][0])
+            sessions.setdefault(stored["sessionId"], []).append(stored["files"][0])
         assert [len(files) for files in sessions.values()] == [3, 2]
         first, second = list(sessions)
         assert any(
@@ -243,19 +244,24 @@ def test_retries_back_off_exponentially_up_to_the_cap(make_watcher: Make, tree: 
 
 def test_a_deduplicated_answer_counts_as_delivered(make_watcher: Make, tree: Path, standin: StandInServer) -> None:
     w = make_watcher(tree, ("server",), url=standin.url)
+    write_file(tree / "same.md", "new")
+    wait_until(lambda: len(standin.posts()) == 1, message="the new file delivered")
     write_file(tree / "same.md", "same")
-    wait_until(lambda: len(standin.posts()) == 1, message="first delivery")
-    write_file(tree / "same.md", "same")  # the same bytes again: the same tool_input
-    wait_until(lambda: len(standin.posts()) == 2, message="second delivery")
-    assert standin.posts()[1]["answer"]["deduplicated"] is True
+    wait_until(lambda: len(standin.posts()) == 2, message="the edit delivered")
+    write_file(tree / "same.md", "same")  # the same bytes again: the same tool_name and tool_input
+    wait_until(lambda: len(standin.posts()) == 3, message="the resave delivered")
+    assert standin.posts()[2]["answer"]["deduplicated"] is True
     wait_until(lambda: not spooled(standin.url), message="the spool to empty")
-    assert w.stop().sinks["server"]["delivered"] == 2
+    assert w.stop().sinks["server"]["delivered"] == 3
 
 
 # --- no secret reaches any sink ---------------------------------------------------------------------
 
 SECRET = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789", min_size=16, max_size=32)
-PLACEMENT = st.sampled_from(["env", "json", "yaml-list", "bearer", "pem", "pem-inline", "jwt", "url"])
+PLACEMENT = st.sampled_from(
+    ["env", "json", "yaml-list", "bearer", "pem", "pem-inline", "jwt", "url"]
+    + ["signing-key", "cookie", "curl", "netrc", "xml", "stripe", "pem-cut"]
+)
 
 
 def file_with_secret(secret: str, placement: str) -> tuple[str, str]:
@@ -273,6 +279,14 @@ def file_with_secret(secret: str, placement: str) -> tuple[str, str]:
         ),
         "jwt": ("session.txt", f"cookie session={jwt}; Path=/\n"),
         "url": ("db.toml", f'url = "postgres://app:{secret}@db:5432/prod"\n'),
+        "signing-key": (".env.local", f"SIGNING_KEY={secret}\nPRIMARY_KEY=id\n"),
+        "cookie": ("request.txt", f"GET / HTTP/1.1\nCookie: sid={secret}; theme=dark\n"),
+        "curl": ("deploy.sh", f"curl -u ci:{secret} https://ci.example.com\n"),
+        "netrc": ("netrc.txt", f"machine example.com login bot password {secret}\n"),
+        "xml": ("settings.html", f"<settings><password>{secret}</password></settings>\n"),
+        "stripe": ("pay.ts", f"const stripe = new Stripe('sk_live_{secret}');\n"),
+        # A key block that the 4096-byte preview cuts: its END marker and the rest stay out.
+        "pem-cut": ("id.txt", "x" * 4000 + f"\n-----BEGIN OPENSSH PRIVATE KEY-----\n{secret}\n" * 3),
     }[placement]
 
 

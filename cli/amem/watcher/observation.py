@@ -1,8 +1,17 @@
 """One file change as the agentmemory observation the source connector sends, redacted.
 
 The shape is the source's exactly (hookType, sessionId, project, cwd, timestamp, data{source, changeKind,
-files, content, rootDir, absPath, size, truncated}) plus tool_name/tool_input/tool_output, which the
-server reads to title and index a post_tool_use observation.
+files, content, rootDir, absPath, size, truncated}) plus tool_name/tool_input/tool_output, the fields the
+agentmemory server compresses a post_tool_use observation from. What it keeps of them decides what can be
+found later, so they are shaped by its rules:
+
+- the record's title is tool_name (80 characters) and its type is read from the words in it, so tool_name
+  is `file_write <path>` (a new file), `file_edit <path>` or `file_delete <path>`, with the path left out
+  when its words would change the type the server infers (`web-notes.md` reads as a web fetch);
+- only a 400-character narrative, tool_input's JSON + " | " + tool_output, is searched, so tool_input is
+  short (a 16-digit content hash, then the path) and tool_output starts with the file's own text;
+- the server deduplicates on the first 500 characters of tool_input's JSON, so the hash comes first: a long
+  path can never push it past the cut and make two different edits look the same.
 """
 
 from __future__ import annotations
@@ -10,23 +19,46 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import secrets
 import stat
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from .redact import redact
+from .redact import REDACTED, redact, redact_prefix
 from .rules import IgnoreRules
 
 HOOK_TYPE = "post_tool_use"
 SOURCE = "filesystem-watcher"
 FILE_CHANGE = "file_change"
 FILE_DELETE = "file_delete"
-TOOL_NAMES = {FILE_CHANGE: "fs_watcher_change", FILE_DELETE: "fs_watcher_delete"}
+#: What the observation says happened, as the first word of tool_name.
+FILE_WRITE_ACTION = "file_write"
+FILE_EDIT_ACTION = "file_edit"
+FILE_DELETE_ACTION = "file_delete"
+#: The server keeps this much of tool_name as the record's title.
+TITLE_LIMIT = 80
+#: Hex digits of the content's sha256 in tool_input: enough to tell edits apart, short enough to leave the
+#: narrative to the file's text.
+HASH_DIGITS = 16
+
+#: The server's type inference: the first group with a word in tool_name gives the record's type.
+SERVER_TYPE_WORDS = (
+    ("web_fetch", ("fetch", "http", "web")),
+    ("search", ("grep", "search", "glob", "find")),
+    ("command_run", ("bash", "shell", "exec", "run")),
+    ("file_edit", ("edit", "update", "patch", "replace")),
+    ("file_write", ("write", "create")),
+    ("file_read", ("read", "view")),
+    ("subagent", ("task", "agent")),
+)
+_WHOLE_WORDS = {word: re.compile(rf"(?:^|_){word}(?:_|$)") for _, words in SERVER_TYPE_WORDS for word in words}
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_WORD_BREAK = re.compile(r"[-\s]+")
 
 #: The source's MAX_PREVIEW_BYTES.
 MAX_PREVIEW_BYTES = 4096
@@ -149,18 +181,18 @@ class SessionIds:
 
 
 def git_toplevel(folder: str) -> str | None:
+    """The top-level folder of the git work tree holding `folder`, or None (no repository, no git).
+
+    Asked through the vault's git helper, which drops the GIT_DIR / GIT_WORK_TREE a git hook exports, so
+    that a watcher started from a hook names the repository of the folder, not the hook's."""
+    from ..errors import GitError
+    from ..vault.git import find_repository
+
     try:
-        done = subprocess.run(
-            ["git", "-C", folder, "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        repo = find_repository(Path(folder))
+    except GitError:
         return None
-    top = done.stdout.strip()
-    return os.path.normpath(top) if done.returncode == 0 and top else None
+    return str(repo.top) if repo is not None else None
 
 
 def project_name(root: str, toplevel: str | None) -> str:
@@ -221,8 +253,16 @@ def _preview(head: bytes, more: bool) -> str:
         cut = max(head.rfind(c) for c in (b" ", b"\t", b"\r", b"\n"))
         head = head[: cut + 1] if cut >= MAX_PREVIEW_BYTES else trim_partial_tail(head)
     text = head.decode("utf-8", errors="replace")
-    redacted = redact(text)
-    return cut_utf8(redacted.encode("utf-8"), MAX_PREVIEW_BYTES).decode("utf-8", errors="replace")
+    # The preview is the file's first 4096 bytes, redacted with what follows them as context.
+    end = len(cut_utf8(head, MAX_PREVIEW_BYTES).decode("utf-8", errors="replace"))
+    preview = redact_prefix(text, end)
+    shown = cut_utf8(preview.encode("utf-8"), MAX_PREVIEW_BYTES).decode("utf-8", errors="replace")
+    if len(shown) < len(preview):
+        # Redaction can lengthen text (a short secret becomes [REDACTED]); never end on half a marker.
+        for size in range(len(REDACTED) - 1, 0, -1):
+            if shown.endswith(REDACTED[:size]):
+                return shown[:-size]
+    return shown
 
 
 def trim_partial_tail(data: bytes) -> bytes:
@@ -233,6 +273,29 @@ def trim_partial_tail(data: bytes) -> bytes:
             need = 1 if byte < 0x80 else 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4
             return data[:-back] if need > back else data
     return data
+
+
+def server_type(tool_name: str) -> str:
+    """The record type the agentmemory server infers from a tool name: camelCase, kebab-case and spaces
+    split it into words, and a word counts when it stands whole or at the start or end of the name."""
+    normal = _WORD_BREAK.sub("_", _CAMEL.sub(r"\1_\2", tool_name)).lower()
+    for kind, words in SERVER_TYPE_WORDS:
+        for word in words:
+            if normal.startswith(word) or normal.endswith(word) or _WHOLE_WORDS[word].search(normal):
+                return kind
+    return "other"
+
+
+def tool_name_for(action: str, rel: str) -> str:
+    """`<action> <path>` within the title limit, naming as much of the path as fits (the whole path, else
+    its file name, else the end of it) and none of it when its words would change the record's type."""
+    wanted = server_type(action)
+    room = TITLE_LIMIT - len(action) - 1
+    base = rel.rsplit("/", 1)[-1]
+    for name in (rel, base, "\u2026" + base[-(room - 1) :]):
+        if len(name) <= room and server_type(f"{action} {name}") == wanted:
+            return f"{action} {name}"
+    return action
 
 
 def header(rel: str, size: int, truncated: bool) -> str:
@@ -246,18 +309,29 @@ def build_observation(
     *,
     snapshot: FileSnapshot | None,
     timestamp: str | None = None,
+    created: bool = False,
 ) -> dict[str, Any]:
-    """The observation for a change (with a snapshot) or a delete (snapshot None), redacted: the preview
-    was redacted with its context already, and every path is redacted segment by segment."""
+    """The observation for a change (with a snapshot; `created` when the file is new) or a delete
+    (snapshot None), redacted: the preview was redacted with its context already, and every path is
+    redacted segment by segment."""
     rel = redact_path(root.rel(abs_path))
+    timestamp = timestamp or iso_timestamp()
+    tool_input: dict[str, Any]
     if snapshot is None:
-        kind, size, truncated, digest = FILE_DELETE, 0, False, None
-        content = f"deleted: {rel}"
+        kind, size, truncated = FILE_DELETE, 0, False
+        content = output = f"deleted: {rel}"
+        action = FILE_DELETE_ACTION
+        # No content to hash: the moment tells two deletes of one path apart, and a resend keeps it.
+        tool_input = {"deleted": timestamp, "file_path": rel}
     else:
-        kind, size, truncated, digest = FILE_CHANGE, snapshot.size, snapshot.truncated, snapshot.sha256
-        content = header(rel, size, truncated)
+        kind, size, truncated = FILE_CHANGE, snapshot.size, snapshot.truncated
+        content = output = header(rel, size, truncated)
         if snapshot.preview is not None:
             content = f"{content}\n\n{snapshot.preview}"
+            if snapshot.preview.strip():
+                output = snapshot.preview  # the file's own text first: it is what the server can search
+        action = FILE_WRITE_ACTION if created else FILE_EDIT_ACTION
+        tool_input = {"sha256": snapshot.sha256[:HASH_DIGITS], "file_path": rel}
     root_dir = redact_path(root.path)
     data: dict[str, Any] = {
         "source": SOURCE,
@@ -268,18 +342,18 @@ def build_observation(
         "absPath": redact_path(abs_path),
         "size": size,
         "truncated": truncated,
-        "tool_name": TOOL_NAMES[kind],
-        # The path and a hash of the bytes: the server deduplicates on tool_input, so two different edits
-        # of one file must never look equal, while a resend of the same observation must.
-        "tool_input": {"path": rel, "changeKind": kind, "sha256": digest},
-        "tool_output": content,
+        "tool_name": tool_name_for(action, rel),
+        # The server deduplicates on tool_input: two different edits of one file must never look equal,
+        # while a resend of the same observation (or the same bytes saved again) may.
+        "tool_input": tool_input,
+        "tool_output": output,
     }
     return {
         "hookType": HOOK_TYPE,
         "sessionId": session_id,
         "project": redact_path(root.project),
         "cwd": root_dir,
-        "timestamp": timestamp or iso_timestamp(),
+        "timestamp": timestamp,
         "data": data,
     }
 
@@ -298,9 +372,12 @@ def redact_path(path: str) -> str:
     return "/".join(_redact_segment(segment) for segment in path.split("/"))
 
 
-def observe_path(root: WatchedRoot, abs_path: str, session_id: str, allow_binary: bool) -> dict[str, Any] | None:
-    """Look at the path now (after the debounce) and build its observation: a regular file is a change,
-    a missing path a delete; folders, symlinks and other special files produce nothing."""
+def observe_path(
+    root: WatchedRoot, abs_path: str, session_id: str, allow_binary: bool, *, created: bool = False
+) -> dict[str, Any] | None:
+    """Look at the path now (after the debounce) and build its observation: a regular file is a change
+    (a new file when `created`), a missing path a delete; folders, symlinks and other special files
+    produce nothing."""
     try:
         info = os.lstat(abs_path)
     except FileNotFoundError:
@@ -322,4 +399,4 @@ def observe_path(root: WatchedRoot, abs_path: str, session_id: str, allow_binary
             truncated=False,
             sha256=hashlib.sha256(f"{info.st_size}:{info.st_mtime_ns}".encode()).hexdigest(),
         )
-    return build_observation(root, abs_path, session_id, snapshot=snapshot)
+    return build_observation(root, abs_path, session_id, snapshot=snapshot, created=created)

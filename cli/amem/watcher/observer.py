@@ -32,14 +32,25 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
 from .observation import WatchedRoot
 
+#: Called with the root and the absolute path of a file that changed.
 OnPath = Callable[[WatchedRoot, str], None]
 Log = Callable[[str], None]
 
 
 class TreeWatcher:
-    """What the watcher needs from a backend."""
+    """What the watcher needs from a backend. `on_created`, when set, is also called (before `on_path`)
+    for an event that made a new directory entry (IN_CREATE, watchdog's "created"): a new file, as opposed
+    to a write or a rename over an existing one."""
 
     backend = "none"
+    on_created: OnPath | None = None
+
+    def _report(self, root: WatchedRoot, path: str, created: bool) -> None:
+        if created and self.on_created is not None:
+            self.on_created(root, path)
+        self.on_path(root, path)
+
+    on_path: OnPath
 
     def add_root(self, root: WatchedRoot) -> None:
         raise NotImplementedError
@@ -56,15 +67,21 @@ class TreeWatcher:
         return None
 
 
-def make_tree_watcher(on_path: OnPath, warn: Log, backend: str = "auto") -> TreeWatcher:
+def make_tree_watcher(
+    on_path: OnPath, warn: Log, backend: str = "auto", *, on_created: OnPath | None = None
+) -> TreeWatcher:
+    tree: TreeWatcher | None = None
     if backend in ("auto", "inotify") and sys.platform.startswith("linux"):
         try:
-            return InotifyTree(on_path, warn)
+            tree = InotifyTree(on_path, warn)
         except (ImportError, OSError) as exc:
             if backend == "inotify":
                 raise
             warn(f"inotify is not available ({exc}); using watchdog's recursive observer")
-    return WatchdogTree(on_path, warn)
+    if tree is None:
+        tree = WatchdogTree(on_path, warn)
+    tree.on_created = on_created
+    return tree
 
 
 # --- Linux ------------------------------------------------------------------------------------------
@@ -170,7 +187,12 @@ class InotifyTree(TreeWatcher):
         return int(wd)
 
     def _watch_tree(
-        self, root: WatchedRoot, top: str, *, report_files: bool, moved_from: tuple[WatchedRoot, str] | None = None
+        self,
+        root: WatchedRoot,
+        top: str,
+        *,
+        report_files: bool,
+        moved_from: tuple[WatchedRoot, str] | None = None,
     ) -> int:
         """Add a watch to `top` and every non-ignored folder below it. The watch goes on before the folder
         is listed, so a file created meanwhile is seen either by the listing or by an event (the debounce
@@ -210,7 +232,8 @@ class InotifyTree(TreeWatcher):
                     if not rules.is_ignored(rel, is_dir=True):
                         stack.append(entry.path)
                 elif report_files and not rules.is_ignored(rel, is_dir=False):
-                    self.on_path(root, entry.path)
+                    # In a folder just created, a file found is new; in one moved in, it existed before.
+                    self._report(root, entry.path, moved_from is None)
                     if moved_from is not None:
                         old_root, old_top = moved_from
                         old_path = old_top + entry.path[len(top) :]
@@ -336,7 +359,7 @@ class InotifyTree(TreeWatcher):
             if root.rules.load_gitignore(folder_rel):
                 self._reconcile(root, folder)
         if mask & self._file_events and not root.rules.is_ignored(rel, is_dir=False):
-            self.on_path(root, path)
+            self._report(root, path, bool(mask & self.IN_CREATE))
 
     def _handle_folder(self, root: WatchedRoot, path: str, rel: str, mask: int, cookie: int) -> None:
         # Folders themselves produce no observation; they only change what is watched.
@@ -380,7 +403,7 @@ class WatchdogTree(TreeWatcher):
         self._roots: list[WatchedRoot] = []
 
     def add_root(self, root: WatchedRoot) -> None:
-        handler = _FilteringHandler(root, self.on_path)
+        handler = _FilteringHandler(root, self)
         self._observer.schedule(handler, root.path, recursive=True)
         self._roots.append(root)
 
@@ -393,10 +416,10 @@ class WatchdogTree(TreeWatcher):
 
 
 class _FilteringHandler(FileSystemEventHandler):
-    def __init__(self, root: WatchedRoot, on_path: OnPath) -> None:
+    def __init__(self, root: WatchedRoot, tree: TreeWatcher) -> None:
         super().__init__()
         self.root = root
-        self.on_path = on_path
+        self.tree = tree
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
@@ -416,4 +439,4 @@ class _FilteringHandler(FileSystemEventHandler):
             if os.path.basename(path) == ".gitignore":
                 folder_rel = os.path.dirname(rel)
                 self.root.rules.load_gitignore(folder_rel)
-            self.on_path(self.root, path)
+            self.tree._report(self.root, path, event.event_type == "created" and raw == event.src_path)

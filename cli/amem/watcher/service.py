@@ -126,6 +126,8 @@ class Watcher:
         self._tree: TreeWatcher | None = None
         self._debouncer: Debouncer | None = None
         self._count_lock = threading.Lock()
+        #: Paths whose pending burst created them (flushed as new files).
+        self._created: set[tuple[WatchedRoot, str]] = set()
         self._started = False
 
     # --- start ----------------------------------------------------------------------------------------
@@ -133,7 +135,9 @@ class Watcher:
     def start(self) -> None:
         from .observer import make_tree_watcher
 
-        self._tree = tree = make_tree_watcher(self._on_path, self.warn, self.options.backend)
+        self._tree = tree = make_tree_watcher(
+            self._on_path, self.warn, self.options.backend, on_created=self._on_created
+        )
         failures: list[str] = []
         for raw in self.options.roots:
             reason = self._attach(tree, raw)
@@ -215,18 +219,27 @@ class Watcher:
 
     # --- the pipeline ---------------------------------------------------------------------------------
 
+    def _on_created(self, root: WatchedRoot, path: str) -> None:
+        # A burst that made the file is one observation of a new file, whatever writes followed.
+        with self._count_lock:
+            self._created.add((root, path))
+
     def _on_path(self, root: WatchedRoot, path: str) -> None:
+        key = (root, path)
         if self._debouncer is not None:
-            self._debouncer.touch((root, path))
+            self._debouncer.touch(key)
         else:
-            self._flush((root, path))
+            self._flush(key)
 
     def _flush(self, key: tuple[WatchedRoot, str]) -> None:
         root, path = key
+        with self._count_lock:
+            created = key in self._created
+            self._created.discard(key)
         # The rules may have changed since the event (a .gitignore edit): ask again at flush time.
         if root.rules.is_path_ignored(root.rel(path)):
             return
-        observation = observe_path(root, path, self.sessions.current, self.options.allow_binary)
+        observation = observe_path(root, path, self.sessions.current, self.options.allow_binary, created=created)
         if observation is None:
             return
         with self._count_lock:

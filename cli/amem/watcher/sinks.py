@@ -266,6 +266,8 @@ class ServerSink(Sink):
         self._reported: set[str] = set()
         self._thread: threading.Thread | None = None
         self._session: Any = None
+        self._backoff = retry_initial
+        self._limit_streak = 0
 
     def describe(self) -> str:
         return f"server {self.url} (spool {self.spool.base})"
@@ -320,74 +322,98 @@ class ServerSink(Sink):
     def _run(self) -> None:
         import requests  # noqa: F401 - imported here, off the watcher's start-up path, not at the first send
 
-        backoff = self.retry_initial
-        limit_streak = 0
-        while True:
-            with self._cond:
-                while not self._queue and not self._closing:
-                    self._cond.wait()
-                if self._should_stop():
-                    return
-                item = self._queue[0]
-            path = item if isinstance(item, Path) else None
-            if path is None:
-                observation: dict[str, Any] | None = item  # type: ignore[assignment]
-            else:
-                try:
-                    observation = self.spool.load(path)
-                except (OSError, ValueError) as exc:
-                    self._report("damaged", f"spooled observation {path.name} is damaged ({exc}); moved to failed/")
-                    self.spool.fail(path)
-                    self._pop(item)
-                    continue
-            if observation is None:  # removed by hand while queued
-                self._pop(item)
+        self._backoff = self.retry_initial
+        self._limit_streak = 0
+        while (item := self._next_item()) is not None:
+            loaded = self._load(item)
+            if loaded is None:
                 continue
+            path, observation = loaded
             outcome = self._post(observation)
             if outcome.kind == _Outcome.DELIVERED:
-                if path is not None:
-                    self.spool.remove(path)
-                self._pop(item)
-                self.delivered += 1
-                backoff = self.retry_initial
-                limit_streak = 0
-                self._recovered()
-            elif outcome.kind == _Outcome.LIMIT and limit_streak < 3:
-                limit_streak += 1
-                old = observation.get("sessionId", "")
-                new = self.sessions.rotate(old)
-                if old != new:
-                    self.log(f"session {old} reached the server's observation limit; continuing as {new}")
-                observation["sessionId"] = new
-                if path is not None:
-                    self.spool.rewrite(path, observation)
+                self._delivered(item, path)
+            elif outcome.kind == _Outcome.LIMIT and self._limit_streak < 3:
+                self._move_session(observation, path)
             elif outcome.kind == _Outcome.REJECTED:
-                self.rejected += 1
-                where = f"kept in {self.spool.fail(path).parent}" if path is not None else "dropped"
-                self._pop(item)
-                self._report(
-                    f"rejected-{outcome.status}",
-                    f"{self.url} rejected an observation ({outcome.reason}); not retrying it, {where} "
-                    "(further rejections like it are not logged)",
-                )
-            else:
-                self._in_outage = True
-                self._report(
-                    "outage",
-                    f"cannot deliver to {self.url}: {outcome.reason}; observations are "
-                    f"spooled in {self.spool.dir} and retried (backoff up to "
-                    f"{self.retry_max:g} s)",
-                )
-                retry_at = time.monotonic() + backoff
-                with self._cond:
-                    # New observations do not cut the backoff short (they wait behind the oldest); only
-                    # closing does.
-                    while not self._should_stop() and (wait := retry_at - time.monotonic()) > 0:
-                        self._cond.wait(wait)
-                    if self._should_stop():
-                        return
-                backoff = min(backoff * 2, self.retry_max)
-                limit_streak = 0
+                self._rejected(item, path, outcome)
+            elif not self._wait_out_failure(outcome):
+                return
+
+    def _next_item(self) -> Path | dict[str, Any] | None:
+        """The oldest queued observation (its spool path, or itself when it could not be spooled), waiting
+        for one; None when it is time to stop."""
+        with self._cond:
+            while not self._queue and not self._closing:
+                self._cond.wait()
+            if self._should_stop():
+                return None
+            return self._queue[0]
+
+    def _load(self, item: Path | dict[str, Any]) -> tuple[Path | None, dict[str, Any]] | None:
+        """(spool path or None, observation) for a queued item; None when there is nothing to send (a
+        damaged spool file, moved to failed/, or one removed by hand), which leaves the queue."""
+        if not isinstance(item, Path):
+            return None, item
+        try:
+            observation = self.spool.load(item)
+        except (OSError, ValueError) as exc:
+            self._report("damaged", f"spooled observation {item.name} is damaged ({exc}); moved to failed/")
+            self.spool.fail(item)
+            self._pop(item)
+            return None
+        if observation is None:  # removed by hand while queued
+            self._pop(item)
+            return None
+        return item, observation
+
+    def _delivered(self, item: Path | dict[str, Any], path: Path | None) -> None:
+        if path is not None:
+            self.spool.remove(path)
+        self._pop(item)
+        self.delivered += 1
+        self._backoff = self.retry_initial
+        self._limit_streak = 0
+        self._recovered()
+
+    def _move_session(self, observation: dict[str, Any], path: Path | None) -> None:
+        """The server's session is full: the observation (and those after it) go to the next session."""
+        self._limit_streak += 1
+        old = observation.get("sessionId", "")
+        new = self.sessions.rotate(old)
+        if old != new:
+            self.log(f"session {old} reached the server's observation limit; continuing as {new}")
+        observation["sessionId"] = new
+        if path is not None:
+            self.spool.rewrite(path, observation)
+
+    def _rejected(self, item: Path | dict[str, Any], path: Path | None, outcome: _Outcome) -> None:
+        self.rejected += 1
+        where = f"kept in {self.spool.fail(path).parent}" if path is not None else "dropped"
+        self._pop(item)
+        self._report(
+            f"rejected-{outcome.status}",
+            f"{self.url} rejected an observation ({outcome.reason}); not retrying it, {where} "
+            "(further rejections like it are not logged)",
+        )
+
+    def _wait_out_failure(self, outcome: _Outcome) -> bool:
+        """Report the outage (once) and wait for the backoff; False when closing cut the wait short."""
+        self._in_outage = True
+        self._report(
+            "outage",
+            f"cannot deliver to {self.url}: {outcome.reason}; observations are spooled in {self.spool.dir} "
+            f"and retried (backoff up to {self.retry_max:g} s)",
+        )
+        retry_at = time.monotonic() + self._backoff
+        with self._cond:
+            # New observations do not cut the backoff short (they wait behind the oldest); only closing does.
+            while not self._should_stop() and (wait := retry_at - time.monotonic()) > 0:
+                self._cond.wait(wait)
+            if self._should_stop():
+                return False
+        self._backoff = min(self._backoff * 2, self.retry_max)
+        self._limit_streak = 0
+        return True
 
     def _pop(self, item: Path | dict[str, Any]) -> None:
         with self._cond:
@@ -424,24 +450,28 @@ class ServerSink(Sink):
             return _Outcome(_Outcome.RETRY, f"no answer within {self.timeout:g} s")
         except requests.RequestException as exc:
             return _Outcome(_Outcome.RETRY, _connection_reason(exc))
-        status = response.status_code
         try:
             answer = response.json()
         except ValueError:
             answer = None
-        error = answer.get("error") if isinstance(answer, dict) else None
-        if 200 <= status < 300:
-            if isinstance(answer, dict) and answer.get("success") is False:
-                text = str(error or "success: false")
-                if SESSION_LIMIT_TEXT.lower() in text.lower():
-                    return _Outcome(_Outcome.LIMIT, text, status)
-                return _Outcome(_Outcome.RETRY, f"HTTP {status} but not stored: {text}")
-            return _Outcome(_Outcome.DELIVERED, status=status)
-        reason = f"HTTP {status}" + (f": {error}" if error else "")
-        if status in PERMANENT_STATUSES:
-            hint = _HINTS.get(status)
-            return _Outcome(_Outcome.REJECTED, f"{reason}; {hint}" if hint else reason, status)
-        return _Outcome(_Outcome.RETRY, reason, status)
+        return _classify(response.status_code, answer)
+
+
+def _classify(status: int, answer: Any) -> _Outcome:
+    """What an answer of the server means for the observation: stored, session full, never, or later."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if 200 <= status < 300:
+        if isinstance(answer, dict) and answer.get("success") is False:
+            text = str(error or "success: false")
+            if SESSION_LIMIT_TEXT.lower() in text.lower():
+                return _Outcome(_Outcome.LIMIT, text, status)
+            return _Outcome(_Outcome.RETRY, f"HTTP {status} but not stored: {text}")
+        return _Outcome(_Outcome.DELIVERED, status=status)
+    reason = f"HTTP {status}" + (f": {error}" if error else "")
+    if status in PERMANENT_STATUSES:
+        hint = _HINTS.get(status)
+        return _Outcome(_Outcome.REJECTED, f"{reason}; {hint}" if hint else reason, status)
+    return _Outcome(_Outcome.RETRY, reason, status)
 
 
 def _connection_reason(exc: BaseException) -> str:
