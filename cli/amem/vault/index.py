@@ -13,7 +13,6 @@ The index is a cache: any damage (a corrupt file, a missing table, another layou
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import marshal
 import os
@@ -968,7 +967,7 @@ class _Batch:
 
 
 def _fingerprint(master: list[tuple[Any, ...]]) -> str:
-    return hashlib.sha1(repr(master).encode("utf-8")).hexdigest()
+    return sha1_hex(repr(master).encode("utf-8"))
 
 
 #: SQLite result codes that say the file system refused or another process holds a lock: the index
