@@ -15,7 +15,7 @@ from .output import emit_error, warn
 
 #: Modules under amem.commands, each defining `command`. Imported only when run, so that
 #: `amem read` never pays for watchdog or requests.
-COMMANDS = ("read", "search", "write", "history", "restore", "info", "watch", "mcp")
+COMMANDS = ("read", "search", "write", "history", "restore", "info", "watch", "index", "mcp")
 
 
 class AppContext:

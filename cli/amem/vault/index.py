@@ -555,6 +555,20 @@ class VaultIndex:
             )
         ]
 
+    # --- size, for `amem index` ------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, int]:
+        """{notes, terms, bytes}: the notes indexed (readable ones), the search terms, the database's size."""
+        conn = self.conn
+        notes = conn.execute("SELECT count(*) FROM notes WHERE problem IS NULL").fetchone()[0]
+        terms = conn.execute("SELECT count(*) FROM search_terms").fetchone()[0]
+        pages = conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+        return {"notes": notes, "terms": terms, "bytes": pages}
+
+    def clear(self) -> None:
+        """Delete the index, so that the next refresh builds it from nothing."""
+        self._discard()
+
     # --- queries (call refresh() first) -------------------------------------------------------------
 
     def ids(self) -> list[str]:
