@@ -285,3 +285,30 @@ def test_other_commands_do_not_load_the_sdk(isolated_env: Path, vault: Path) -> 
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.stdout.splitlines()[-1] == "[]", result.stderr
+
+
+def test_the_server_keeps_the_index_of_its_vault(isolated_env: Path, vault: Path) -> None:
+    write_file(vault / "seed.md", "seed\n")
+    outcome: dict[str, Any] = {}
+
+    async def test(client: Client) -> None:
+        await client.ok("wiki_search", query="seed")
+        second = await anyio.to_thread.run_sync(lambda: cli(isolated_env, "index", "--watch"))
+        outcome["second"] = second
+        write_file(vault / "seed.md", "changed in place\n")
+        outcome["found"] = await client.ok("wiki_search", query="changed")
+
+    serve(isolated_env, test)
+    second = outcome["second"]
+    assert second.returncode == 9 and "another amem keeper" in json.loads(second.stderr)["error"]["message"]
+    assert [hit["id"] for hit in outcome["found"]["hits"]] == ["seed.md"]
+    assert not (vault / ".amem-sync").exists()  # the server's keeper stopped with it
+    from amem.config import load_config
+    from amem.vault.index import VaultIndex
+    from amem.vault.keeper import synced
+
+    index = VaultIndex(load_config())
+    try:
+        assert synced(index) is False
+    finally:
+        index.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
 import threading
 import typing
 from collections.abc import Callable
@@ -26,8 +27,9 @@ from pydantic import Field
 
 from . import __version__
 from .config import Config
-from .errors import AmemError, InternalError
-from .report import CollectingReporter
+from .errors import AmemError, InternalError, WatchError
+from .report import CollectingReporter, Reporter
+from .vault.keeper import Keeper
 
 logger = logging.getLogger("amem.mcp")
 
@@ -257,6 +259,46 @@ def _result(data: dict[str, Any], warnings: list[str], *, error: bool = False) -
     return CallToolResult(content=blocks, structured_content=data, is_error=error)
 
 
+class _LogReporter(Reporter):
+    """The keeper's warnings, in the server's log on stderr."""
+
+    def warn(self, message: str) -> None:
+        logger.warning("%s", message)
+
+
+class _VaultKeeper:
+    """The index keeper this server runs for its vault, started as soon as the vault exists (the first
+    write may create it), so that tool calls never walk the vault. When another process keeps the vault's
+    index already, that one answers instead."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.keeper: Keeper | None = None
+        self.settled = False
+        self._lock = threading.Lock()
+
+    def ensure(self) -> None:
+        if self.settled:
+            return
+        with self._lock:
+            if self.settled or not os.path.isdir(self.config.vault_root):
+                return
+            self.settled = True
+            keeper = Keeper(self.config, _LogReporter())
+            try:
+                keeper.start()
+            except WatchError as exc:
+                logger.warning("not keeping the index: %s", exc.message)
+                return
+            self.keeper = keeper
+
+    def stop(self) -> None:
+        with self._lock:
+            if self.keeper is not None:
+                self.keeper.stop()
+                self.keeper = None
+
+
 def call(function: ToolFunction, config: Config, arguments: dict[str, Any]) -> CallToolResult:
     """Run one tool: its result, or its failure as a tool error; never an exception."""
     _calls.reporter = reporter = CollectingReporter()
@@ -276,7 +318,7 @@ def call(function: ToolFunction, config: Config, arguments: dict[str, Any]) -> C
     return _result(data, reporter.warnings)
 
 
-def _handler(entry: Tool, config: Config) -> Callable[..., CallToolResult]:
+def _handler(entry: Tool, config: Config, keeper: _VaultKeeper | None) -> Callable[..., CallToolResult]:
     """A function the SDK can describe: the tool's own parameters without `config`, returning the result."""
     function = entry.function
     hints = typing.get_type_hints(function, include_extras=True)
@@ -286,6 +328,8 @@ def _handler(entry: Tool, config: Config) -> Callable[..., CallToolResult]:
     )
 
     def handler(**arguments: Any) -> CallToolResult:
+        if keeper is not None:
+            keeper.ensure()
         return call(function, config, arguments)
 
     handler.__name__ = function.__name__
@@ -295,12 +339,12 @@ def _handler(entry: Tool, config: Config) -> Callable[..., CallToolResult]:
     return handler
 
 
-def build_server(config: Config) -> MCPServer[Any]:
+def build_server(config: Config, keeper: _VaultKeeper | None = None) -> MCPServer[Any]:
     """An MCP server offering every tool in TOOLS on the vault of `config`."""
     server: MCPServer[Any] = MCPServer(name="amem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for entry in TOOLS:
         server.add_tool(
-            _handler(entry, config),
+            _handler(entry, config, keeper),
             name=entry.function.__name__,
             description=inspect.getdoc(entry.function),
             annotations=ToolAnnotations(
@@ -311,5 +355,10 @@ def build_server(config: Config) -> MCPServer[Any]:
 
 
 def serve(config: Config) -> None:
-    """Serve the tools on stdin/stdout until the client closes the connection."""
-    build_server(config).run("stdio")
+    """Serve the tools on stdin/stdout until the client closes the connection, keeping the index fresh."""
+    keeper = _VaultKeeper(config)
+    keeper.ensure()
+    try:
+        build_server(config, keeper).run("stdio")
+    finally:
+        keeper.stop()

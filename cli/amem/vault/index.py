@@ -286,7 +286,13 @@ class VaultIndex:
         only those whose mtime moved: that sees every note created, deleted or renamed and every save
         made by replacing the file (amem's own writes, most editors), but not an in-place rewrite of
         a note in an unchanged folder, which the next thorough refresh picks up."""
-        stats = self.repairing(lambda: self._refresh(thorough))
+        from .keeper import synced
+
+        if synced(self):  # a live keeper of the vault has applied every change made before this call
+            stats = RefreshStats()
+            stats.warnings = self._problems()
+        else:
+            stats = self.repairing(lambda: self._refresh(thorough))
         for message in stats.warnings:
             warn(message)
         return stats
