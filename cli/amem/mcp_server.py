@@ -278,9 +278,11 @@ class _VaultKeeper:
         self._lock = threading.Lock()
 
     def ensure(self) -> None:
-        if self.settled:
+        """Start the keeper if the vault exists and none runs yet. Never waits for a start under way in
+        another thread: until the keeper is ready, calls check the notes themselves."""
+        if self.settled or not self._lock.acquire(blocking=False):
             return
-        with self._lock:
+        try:
             if self.settled or not os.path.isdir(self.config.vault_root):
                 return
             self.settled = True
@@ -290,7 +292,12 @@ class _VaultKeeper:
             except WatchError as exc:
                 logger.warning("not keeping the index: %s", exc.message)
                 return
+            except Exception:  # the server works without a keeper, only slower
+                logger.exception("the index keeper did not start")
+                return
             self.keeper = keeper
+        finally:
+            self._lock.release()
 
     def stop(self) -> None:
         with self._lock:
@@ -357,7 +364,8 @@ def build_server(config: Config, keeper: _VaultKeeper | None = None) -> MCPServe
 def serve(config: Config) -> None:
     """Serve the tools on stdin/stdout until the client closes the connection, keeping the index fresh."""
     keeper = _VaultKeeper(config)
-    keeper.ensure()
+    # In the background: a first build of a large vault must not delay the client's handshake.
+    threading.Thread(target=keeper.ensure, name="amem-keeper-start", daemon=True).start()
     try:
         build_server(config, keeper).run("stdio")
     finally:
