@@ -155,7 +155,7 @@ class Keeper:
             self._tree = _tree_watcher(self._on_path, self._on_folder, self._on_warning)
             self._tree.add_root(WatchedRoot(path=self.root, project="", rules=_index_rules(self.config, self.root)))
             self._tree.start()
-            stats = self._apply(everything=True)  # after the watches are on: no change falls in between
+            stats = self._apply(None)  # after the watches are on: no change falls in between
             for name in os.listdir(sync):
                 if name.endswith(COOKIE_SUFFIX):  # left by commands that gave up waiting
                     with contextlib.suppress(OSError):
@@ -219,22 +219,21 @@ class Keeper:
                     batch.append(self._events.get_nowait())
             stopping = None in batch
             cookies: list[str] = []
-            changed = False
+            folders: set[str] = set()
             for path in batch:
                 if path is None:
                     continue
                 if not path:
-                    changed = True
-                    continue
+                    continue  # a folder changed: _dirty is set
                 rel = os.path.relpath(path, self.root).replace(os.sep, "/")
                 if rel.startswith(SYNC_DIR + "/"):
                     if rel.endswith(COOKIE_SUFFIX) and os.path.lexists(path):
                         cookies.append(path)
                 elif rel.lower().endswith(self.extensions):
-                    changed = True
+                    folders.add(rel[: rel.rfind("/") + 1])
             try:
-                if changed or self._dirty:
-                    self._apply(everything=self._dirty)
+                if folders or self._dirty:
+                    self._apply(None if self._dirty else folders)
             except Exception as exc:  # keep running: the next change or cookie tries again
                 self._dirty = True
                 self.reporter.warn(f"the index keeper could not update the index: {type(exc).__name__}: {exc}")
@@ -245,16 +244,16 @@ class Keeper:
             if stopping:
                 return
 
-    def _apply(self, everything: bool) -> dict[str, int]:
-        from .index import VaultIndex
-
+    def _apply(self, folders: set[str] | None) -> dict[str, int]:
+        """Bring the index up to date: the notes of `folders` (vault-relative, '/'-terminated, '' for the
+        root), or, when None, the whole vault by a walk. Returns the index's stats after a walk."""
         self._dirty = False
-        index = VaultIndex(self.config)
+        index = _keeper_index(self.config, folders)
         _thread_state.applying = True
         try:
-            index.refresh()
+            index.refresh(thorough=folders is None)
             self.applied += 1
-            return index.stats() if everything else {}
+            return index.stats() if folders is None else {}
         finally:
             _thread_state.applying = False
             index.close()
@@ -306,3 +305,30 @@ def _index_rules(config: Any, root: str) -> IgnoreRules:
             return name in skipped or (name.startswith(".") and not hidden)
 
     return IndexRules(root, use_gitignore=False)
+
+
+def _keeper_index(config: Any, folders: set[str] | None) -> VaultIndex:
+    """A VaultIndex whose quick refresh lists only `folders` (those the events named) and takes every other
+    folder as the index has it, statting nothing else: the cost of an update is that of the folders that
+    changed, not of the vault."""
+    from .index import VaultIndex, VaultScan, _Walker, scan_vault
+
+    class KeeperIndex(VaultIndex):
+        def _quick_scan(self) -> VaultScan:
+            known_dirs = dict(self.conn.execute("SELECT path, mtime_ns FROM dirs"))
+            if folders is None or not folders <= known_dirs.keys():
+                return scan_vault(self.config)  # a folder the index does not know yet: walk everything
+            scan = VaultScan(listed=set())
+            walker = _Walker(self.config, scan)
+            for rel, recorded in known_dirs.items():
+                if rel not in folders:
+                    scan.dirs[rel] = recorded
+                    continue
+                try:
+                    st = os.lstat(walker.folder_path(rel))
+                except OSError:
+                    continue  # gone: its notes are missing from the scan, hence removed
+                walker.list(rel, st.st_mtime_ns, skip=known_dirs)
+            return scan
+
+    return KeeperIndex(config)
