@@ -21,14 +21,13 @@ folders the index skips get no watch at all.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import errno
 import fcntl
 import itertools
 import json
 import os
-import queue
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +36,9 @@ from ..errors import WatchError
 from ..report import Reporter
 
 if TYPE_CHECKING:
+    import queue
+    import threading
+
     from ..watcher.observation import WatchedRoot
     from ..watcher.observer import TreeWatcher
     from ..watcher.rules import IgnoreRules
@@ -50,7 +52,8 @@ LOCK_FILE = "keeper.lock"
 INFO_FILE = "keeper.json"
 
 _cookies = itertools.count()
-_thread_state = threading.local()
+#: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
+_applying: set[int] = set()
 
 
 # --- the client side: called at the start of every refresh -------------------------------------------
@@ -59,7 +62,7 @@ _thread_state = threading.local()
 def synced(index: VaultIndex, timeout: float | None = None) -> bool:
     """True when a live keeper of this vault, keeping an index of these settings, has applied every change
     made before this call; False (walk the vault) otherwise. Never raises for a missing or dead keeper."""
-    if getattr(_thread_state, "applying", False):
+    if _applying and _thread.get_ident() in _applying:
         return False  # the keeper's own refresh
     cache = index.config.cache_dir
     if not _lock_held(cache / LOCK_FILE):
@@ -115,6 +118,8 @@ class Keeper:
         self.extensions = tuple(e.lower() for e in config.extensions)
         self._lock_fd: int | None = None
         self._tree: TreeWatcher | None = None
+        import queue
+
         self._events: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         #: a change the events cannot name (overflow, a folder moved): walk the whole vault next time
@@ -170,6 +175,8 @@ class Keeper:
         except BaseException:
             self.stop()
             raise
+        import threading
+
         self._thread = threading.Thread(target=self._run, name="amem-index-keeper", daemon=True)
         self._thread.start()
         return stats
@@ -213,6 +220,8 @@ class Keeper:
 
     def _run(self) -> None:
         while True:
+            import queue
+
             batch = [self._events.get()]
             with contextlib.suppress(queue.Empty):
                 while len(batch) < 100_000:
@@ -249,13 +258,13 @@ class Keeper:
         root), or, when None, the whole vault by a walk. Returns the index's stats after a walk."""
         self._dirty = False
         index = _keeper_index(self.config, folders)
-        _thread_state.applying = True
+        _applying.add(_thread.get_ident())
         try:
             index.refresh(thorough=folders is None)
             self.applied += 1
             return index.stats() if folders is None else {}
         finally:
-            _thread_state.applying = False
+            _applying.discard(_thread.get_ident())
             index.close()
 
 
