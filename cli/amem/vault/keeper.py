@@ -228,7 +228,7 @@ class Keeper:
                     batch.append(self._events.get_nowait())
             stopping = None in batch
             cookies: list[str] = []
-            folders: set[str] = set()
+            notes: set[str] = set()
             for path in batch:
                 if path is None:
                     continue
@@ -239,10 +239,10 @@ class Keeper:
                     if rel.endswith(COOKIE_SUFFIX) and os.path.lexists(path):
                         cookies.append(path)
                 elif rel.lower().endswith(self.extensions):
-                    folders.add(rel[: rel.rfind("/") + 1])
+                    notes.add(rel)
             try:
-                if folders or self._dirty:
-                    self._apply(None if self._dirty else folders)
+                if notes or self._dirty:
+                    self._apply(None if self._dirty else notes)
             except Exception as exc:  # keep running: the next change or cookie tries again
                 self._dirty = True
                 self.reporter.warn(f"the index keeper could not update the index: {type(exc).__name__}: {exc}")
@@ -253,10 +253,11 @@ class Keeper:
             if stopping:
                 return
 
-    def _apply(self, folders: set[str] | None) -> dict[str, int]:
-        """Bring the index up to date: the notes of `folders` (vault-relative, '/'-terminated, '' for the
-        root), or, when None, the whole vault by a walk. Returns the index's stats after a walk."""
+    def _apply(self, notes: set[str] | None) -> dict[str, int]:
+        """Bring the index up to date: these notes (vault-relative ids the events named), or, when None,
+        the whole vault by a walk. Returns the index's stats after a walk."""
         self._dirty = False
+        folders = None if notes is None else {note_id[: note_id.rfind("/") + 1] for note_id in notes}
         index = _keeper_index(self.config, folders)
         _applying.add(_thread.get_ident())
         try:
