@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -312,3 +314,21 @@ def test_the_server_keeps_the_index_of_its_vault(isolated_env: Path, vault: Path
         assert synced(index) is False
     finally:
         index.close()
+
+
+def test_sigterm_stops_the_server_and_its_keeper_while_the_client_holds_stdin(isolated_env: Path, vault: Path) -> None:
+    write_file(vault / "a.md", "alpha\n")
+    amem = amem_bin(isolated_env.parent / "bin") / "amem"
+    server = subprocess.Popen([str(amem), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (vault / ".amem-sync").is_dir():  # the keeper is up
+            assert time.monotonic() < deadline and server.poll() is None
+            time.sleep(0.05)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert not (vault / ".amem-sync").exists()

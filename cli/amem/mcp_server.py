@@ -366,7 +366,21 @@ def serve(config: Config) -> None:
     keeper = _VaultKeeper(config)
     # In the background: a first build of a large vault must not delay the client's handshake.
     threading.Thread(target=keeper.ensure, name="amem-keeper-start", daemon=True).start()
+    import signal
+
+    terminated = False
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        nonlocal terminated
+        terminated = True
+        raise SystemExit(0)  # unwinds the server, so that the keeper below stops cleanly
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         build_server(config, keeper).run("stdio")
     finally:
         keeper.stop()
+        if terminated:
+            # The transport's reader thread may sit in a read of stdin that only the client can end.
+            logging.shutdown()
+            os._exit(0)
