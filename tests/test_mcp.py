@@ -188,9 +188,10 @@ def test_arguments_of_the_wrong_type_are_a_tool_error(isolated_env: Path, vault:
             ("wiki_write", {"id": "x", "content": "y", "mode": "prepend"}),
             ("wiki_search", {"query": "x", "maxResults": 0}),
         ]
+        calls.append(("wiki_unknown", {"id": "x"}))
         for name, arguments in calls:
-            result = await client.call(name, **arguments)
-            assert result.is_error, (name, arguments)
+            error = await client.error(name, **arguments)
+            assert error["code"] == "usage" and error["message"], (name, arguments)
         assert (await client.ok("wiki_search", query="anything"))["total"] == 0
 
     serve(isolated_env, test)

@@ -21,13 +21,14 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import __version__
 from .config import Config
-from .errors import AmemError, InternalError, WatchError
+from .errors import AmemError, InternalError, UsageError, WatchError
 from .report import CollectingReporter, Reporter
 from .vault.keeper import Keeper
 
@@ -346,9 +347,22 @@ def _handler(entry: Tool, config: Config, keeper: _VaultKeeper | None) -> Callab
     return handler
 
 
+async def _usage_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Arguments the SDK rejects before a tool runs (a wrong type, a missing argument, an unknown tool)
+    fail like every other call: a tool error carrying `{"error": {"code": "usage", "message"}}`."""
+    result = await call_next(ctx)  # the wire form: a dict
+    failed = isinstance(result, dict) and result.get("isError") and result.get("structuredContent") is None
+    if ctx.method == "tools/call" and isinstance(result, dict) and failed:
+        texts = [b.get("text", "") for b in result.get("content", ()) if isinstance(b, dict)]
+        return _result(UsageError(" ".join(t for t in texts if t)).to_json(), [], error=True)
+    return result
+
+
 def build_server(config: Config, keeper: _VaultKeeper | None = None) -> MCPServer[Any]:
     """An MCP server offering every tool in TOOLS on the vault of `config`."""
-    server: MCPServer[Any] = MCPServer(name="amem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer[Any] = MCPServer(
+        name="amem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", middleware=[_usage_errors]
+    )
     for entry in TOOLS:
         server.add_tool(
             _handler(entry, config, keeper),
