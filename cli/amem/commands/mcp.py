@@ -13,7 +13,8 @@ def command(app: object) -> None:
     Tools: memory_runtime_info, wiki_read, wiki_search, wiki_write, wiki_history, wiki_restore. Each returns
     the JSON the matching command prints, as structured content; a failure is a tool error carrying the
     command's {"error": {code, message}}. The vault and config come from the same flags, environment and
-    files as every other command. Logs go to stderr. Needs the mcp extra: pip install "amem[mcp]".
+    files as every other command. It keeps the vault's index fresh itself (as `amem index --watch` does), so
+    no call checks every note. Logs go to stderr. Needs the mcp extra: pip install "amem[mcp]".
     """
     from ..errors import UsageError
 
