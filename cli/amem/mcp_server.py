@@ -377,11 +377,9 @@ def build_server(config: Config, keeper: _VaultKeeper | None = None) -> MCPServe
 
 def serve(config: Config) -> None:
     """Serve the tools on stdin/stdout until the client closes the connection, keeping the index fresh."""
-    keeper = _VaultKeeper(config)
-    # In the background: a first build of a large vault must not delay the client's handshake.
-    threading.Thread(target=keeper.ensure, name="amem-keeper-start", daemon=True).start()
     import signal
 
+    keeper = _VaultKeeper(config)
     terminated = False
 
     def on_sigterm(signum: int, frame: object) -> None:
@@ -391,6 +389,8 @@ def serve(config: Config) -> None:
 
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
+        # In the background: a first build of a large vault must not delay the client's handshake.
+        threading.Thread(target=keeper.ensure, name="amem-keeper-start", daemon=True).start()
         build_server(config, keeper).run("stdio")
     finally:
         keeper.stop()
