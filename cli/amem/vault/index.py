@@ -87,11 +87,13 @@ CREATE TABLE links (
     seq INTEGER NOT NULL,
     target TEXT NOT NULL,      -- normalised target, heading/block part removed
     tkey TEXT NOT NULL,        -- link_key(target)
+    nkey TEXT NOT NULL,        -- link_key of the target's last segment: the base name it falls back to
     resolved TEXT              -- note id the target resolves to, NULL when none
 );
 CREATE INDEX links_src ON links (src);
 CREATE INDEX links_target ON links (target);
 CREATE INDEX links_tkey ON links (tkey);
+CREATE INDEX links_nkey ON links (nkey);
 CREATE INDEX links_resolved ON links (resolved);
 CREATE TABLE seen (id TEXT PRIMARY KEY, version TEXT NOT NULL);
 CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: recheck next time
@@ -395,12 +397,18 @@ class VaultIndex:
         return self.repairing(lambda: self._refresh(thorough, thorough if wait is None else wait))
 
     def _refresh(self, thorough: bool, wait: bool) -> RefreshStats:
+        from .keeper import synced
+
         stats = RefreshStats()
+        # The one place that decides how the vault is looked at: not at all when a live keeper of the
+        # vault has applied every change made before this call; otherwise every note, or only the folders.
+        if synced(self):
+            stats.warnings = self._problems()
+            return stats
         with self._refresh_lock(wait) as held:
             if not held:
                 stats.busy = True
             else:
-                # The one place that decides how the vault is looked at: every note, or only the folders.
                 scan = scan_vault(self.config) if thorough else self._quick_scan()
                 if scan.temporaries:
                     from .write import sweep_temporaries
@@ -872,11 +880,14 @@ class _Batch:
             dirty |= self._reresolve(keys)
             resolver = self.resolver()
             resolved = [
-                (src, seq, target, link_key(target), resolver.resolve(target)) for src, seq, target in link_rows
+                (src, seq, target, link_key(target), link_key(target.rsplit("/", 1)[-1]), resolver.resolve(target))
+                for src, seq, target in link_rows
             ]
-            conn.executemany("INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)", resolved)
+            conn.executemany(
+                "INSERT INTO links (src, seq, target, tkey, nkey, resolved) VALUES (?, ?, ?, ?, ?, ?)", resolved
+            )
             new_targets: dict[int, set[str]] = {}
-            for src, _, _, _, target in resolved:
+            for src, _, _, _, _, target in resolved:
                 if target:
                     new_targets.setdefault(src, set()).add(target)
             for src in old_targets.keys() | new_targets.keys():
@@ -887,15 +898,17 @@ class _Batch:
         self._mark_backlinks(dirty)
 
     def _reresolve(self, keys: set[str]) -> set[str]:
-        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved."""
+        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved.
+        That includes every link whose last segment is one of them: a link whose path matches no note
+        (`[[elsewhere/n]]`) falls back to any note of its base name, so a note of that name appearing or
+        going can change it."""
         if not keys:
             return set()
         conn = self.conn
-        rows = set(
-            select_in(
-                conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", sorted(map(link_key, keys))
-            )
-        )
+        wanted = sorted(map(link_key, keys))
+        rows = set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", wanted))
+        names = [key for key in wanted if "/" not in key]
+        rows |= set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE nkey IN ({})", names))
         if not rows:
             return set()
         resolver = self.resolver()
