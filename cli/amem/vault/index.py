@@ -244,6 +244,8 @@ class VaultIndex:
         self.reporter = reporter or Reporter()
         self.path: Path = config.cache_dir / "index.sqlite"
         self._conn: sqlite3.Connection | None = None
+        #: set when this object built the database empty (see update)
+        self._created = False
 
     # --- connection ---------------------------------------------------------------------------------
 
@@ -324,6 +326,7 @@ class VaultIndex:
                 "INSERT INTO meta VALUES (?, ?)", [("settings", self._settings()), ("schema", _fingerprint(master))]
             )
             conn.execute("COMMIT")
+            self._created = True
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -424,8 +427,18 @@ class VaultIndex:
 
     def update(self, note_ids: Iterable[str]) -> RefreshStats:
         """Re-check exactly these notes, with no walk: index the changed, add the new, drop the gone.
-        For an index keeper that learns of changes from file-system events."""
-        return self.repairing(lambda: self._update(list(dict.fromkeys(note_ids))))
+        For an index keeper that learns of changes from file-system events. An index that had to be built
+        again from nothing (damaged, or of another version) holds none of the other notes: then the whole
+        vault is walked instead."""
+        ids = list(dict.fromkeys(note_ids))
+
+        def work() -> RefreshStats:
+            self._created = False
+            if self._conn is None:
+                self._conn = self._open()  # which finds it unusable, if it is, and starts it again
+            return self._refresh(True, True) if self._created else self._update(ids)
+
+        return self.repairing(work)
 
     def _update(self, note_ids: list[str]) -> RefreshStats:
         stats = RefreshStats()
