@@ -178,6 +178,21 @@ def test_list_and_search_filters_equal_the_commands_output(isolated_env: Path, v
     )
 
 
+def test_read_says_when_a_conflict_copy_lies_beside_the_note(isolated_env: Path, vault: Path) -> None:
+    write_file(vault / "plan.md", "# Plan\nmine\n")
+    write_file(vault / "plan.conflict-0123abcd.md", "# Plan\ntheirs\n")
+    write_file(vault / "other.md", "# Other\n")
+    results: dict[str, Any] = {}
+
+    async def test(client: Client) -> None:
+        results["plan"] = await client.ok("wiki_read", id="plan")
+        results["other"] = await client.ok("wiki_read", id="other")
+
+    serve(isolated_env, test)
+    assert results["plan"]["conflict"] is True and results["other"]["conflict"] is False
+    assert results["plan"] == json.loads(cli(isolated_env, "read", "plan").stdout)
+
+
 def test_delete_with_a_stale_version_is_a_conflict_and_the_server_lives_on(isolated_env: Path, vault: Path) -> None:
     async def test(client: Client) -> None:
         first = await client.ok("wiki_write", id="gone", content="one")
