@@ -311,3 +311,19 @@ def test_a_qualified_link_resolved_by_base_name_follows_incremental_changes(vaul
         assert index.backlinks("y/n.md") == ["a.md"]
     finally:
         index.close()
+
+
+def test_a_rebuild_while_a_keeper_runs_holds_every_note(vault: Path, keeper: KeeperProcess) -> None:
+    for i in range(20):
+        write_file(vault / f"d{i % 3}/n{i}.md", f"# n{i}\nrebuilt words\n")
+    env = os.environ.copy()
+    rebuilt = subprocess.run(
+        [sys.executable, "-m", "amem", "index", "--rebuild"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads(rebuilt.stdout)["notes"] == 20
+    assert len(ids_found(load_config(), "rebuilt")) == 20
+    # The index deleted under the keeper's feet: the next command builds it again from the vault.
+    config = load_config()
+    VaultIndex(config).clear()
+    assert len(ids_found(config, "rebuilt")) == 20

@@ -244,7 +244,8 @@ class VaultIndex:
         self.reporter = reporter or Reporter()
         self.path: Path = config.cache_dir / "index.sqlite"
         self._conn: sqlite3.Connection | None = None
-        #: set when this object built the database empty (see update)
+        #: this object built the database empty and has not walked the vault since: no keeper's
+        #: confirmation and no list of changed notes can make it complete
         self._created = False
 
     # --- connection ---------------------------------------------------------------------------------
@@ -404,8 +405,11 @@ class VaultIndex:
 
         stats = RefreshStats()
         # The one place that decides how the vault is looked at: not at all when a live keeper of the
-        # vault has applied every change made before this call; otherwise every note, or only the folders.
-        if synced(self):
+        # vault has applied every change made before this call (unless this call found no index and built
+        # it empty: the keeper's changes went into the one that is gone); otherwise every note, or only the
+        # folders.
+        self.conn  # noqa: B018 (opening it may build it empty, setting _created)
+        if not self._created and synced(self):
             stats.warnings = self._problems()
             return stats
         with self._refresh_lock(wait) as held:
@@ -422,6 +426,7 @@ class VaultIndex:
                     self._apply(scan, diff, stats, snapshot=scan.listed is None)
                 else:
                     self._write_search_rows()  # left by an interrupted refresh
+                self._created = False
         stats.warnings = self._problems()
         return stats
 
@@ -433,9 +438,7 @@ class VaultIndex:
         ids = list(dict.fromkeys(note_ids))
 
         def work() -> RefreshStats:
-            self._created = False
-            if self._conn is None:
-                self._conn = self._open()  # which finds it unusable, if it is, and starts it again
+            self.conn  # noqa: B018 (opening it finds it unusable, if it is, and builds it empty)
             return self._refresh(True, True) if self._created else self._update(ids)
 
         return self.repairing(work)
