@@ -57,6 +57,8 @@ NOTES_AMEM = frozenset(
     | {"amem.cachedir", "amem.atomicfile"}
     # what the index keeps of each note: its search rows, tokens, frontmatter fields and tags
     | {"amem.vault.fts", "amem.vault.tokenize", "amem.vault.simple_yaml", "amem.vault.tags"}
+    # the index keeper's sync check: a lock probe and a cookie file, no watcher
+    | {"amem.vault.keeper"}
 )
 #: The search engine: query parsing, ranking and results over the index's full-text tables.
 SEARCH_AMEM = frozenset({"amem.vault.search", "amem.vault.rank"})
@@ -66,6 +68,15 @@ GIT = frozenset({"subprocess", "select", "selectors", "signal", "tempfile", "ran
 WATCH = frozenset(
     {"watchdog", "pathspec", "requests", "urllib3", "charset_normalizer", "idna", "certifi", "http", "email"}
     | {"atexit", "ctypes", "hashlib", "hmac", "logging", "queue", "secrets", "string", "traceback", "socket", "ssl"}
+)
+
+#: Only `amem mcp` pays for the MCP SDK: pydantic, anyio and the HTTP stack the SDK imports with it.
+MCP_SDK = frozenset(
+    {"mcp", "mcp_types", "pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection"}
+    | {"anyio", "asyncio", "concurrent", "contextvars", "starlette", "sse_starlette", "uvicorn", "httpx2"}
+    | {"python_multipart", "opentelemetry", "cryptography", "multiprocessing", "socketserver", "pickle"}
+    | {"calendar", "configparser", "csv", "decimal", "fractions", "html", "mimetypes", "numbers", "quopri"}
+    | {"shlex", "sysconfig", "zipfile", "zoneinfo"}
 )
 
 #: command → (arguments, other modules it may load, amem modules it may load, one module it must load).
@@ -115,6 +126,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         frozenset({"amem.vault", "amem.vault.paths", "amem.vault.git", "amem.vault.sync"}),
         "amem.vault.sync",
     ),
+    "index": (["index"], NOTES, NOTES_AMEM, "amem.vault.index"),
     "info": (
         ["info"],
         frozenset({"copy", "dataclasses", "hashlib"}),
@@ -128,6 +140,16 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         | {f"amem.watcher.{m}" for m in ("debounce", "observation", "observer", "redact", "rules", "service")}
         | {"amem.watcher.sinks", "amem.watcher.spool"},
         "amem.watcher.service",
+    ),
+    # The MCP server, probed with stdin closed (it starts, reads the end of input, stops): the SDK and what
+    # it stands on, the index, and the keeper with the watcher's tree.
+    "mcp": (
+        ["mcp"],
+        NOTES | GIT | WATCH | MCP_SDK,
+        NOTES_AMEM
+        | {"amem.mcp_server", "amem.watcher"}
+        | {f"amem.watcher.{m}" for m in ("observation", "observer", "redact", "rules")},
+        "amem.mcp_server",
     ),
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import sqlite3
 import time
 from pathlib import Path
 
@@ -238,6 +239,23 @@ def test_update_rechecks_exactly_the_named_notes(config: Config, tmp_path: Path)
     assert index.backlinks("c.md") == ["new.md"]
     index.update(["c.md"])
     assert snapshot(index) == fresh(config, tmp_path)
+
+
+def test_update_of_an_index_that_had_to_be_started_again_walks_the_vault(config: Config) -> None:
+    v = config.vault_root
+    for name in ("a", "b", "c"):
+        write_file(v / f"{name}.md", f"{name} words")
+    index = VaultIndex(config)
+    index.refresh()
+    index.close()
+    with sqlite3.connect(index.path) as conn:
+        conn.execute("DROP TABLE links")  # another layout: the next open builds the index from nothing
+    index = VaultIndex(config)
+    try:
+        index.update(["a.md"])
+        assert index.ids() == ["a.md", "b.md", "c.md"]
+    finally:
+        index.close()
 
 
 def test_stats_counts_notes_terms_and_bytes(config: Config) -> None:

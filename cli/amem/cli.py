@@ -22,7 +22,21 @@ if TYPE_CHECKING:
 
 #: Modules under amem.commands, each defining `command`. Imported only when run, so that
 #: `amem read` never pays for watchdog or requests.
-COMMANDS = ("read", "search", "list", "write", "delete", "move", "history", "restore", "sync", "info", "watch")
+COMMANDS = (
+    "read",
+    "search",
+    "list",
+    "write",
+    "delete",
+    "move",
+    "history",
+    "restore",
+    "sync",
+    "index",
+    "info",
+    "watch",
+    "mcp",
+)
 
 
 class AppContext:

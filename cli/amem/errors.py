@@ -64,7 +64,7 @@ class InfoMismatch(AmemError):
 
 
 class WatchError(AmemError):
-    """The watcher could not start (no root could be attached)."""
+    """The watcher could not start (no root could be attached), or the index keeper (another has the vault)."""
 
     code = "watch"
     exit_code = 9
@@ -96,7 +96,10 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     GitError.code: (GitError.exit_code, "git problem: no repository, git missing, or git failed"),
     ConfigError.code: (ConfigError.exit_code, "configuration error: bad key, value or YAML"),
     InfoMismatch.code: (InfoMismatch.exit_code, "amem info: an expectation did not match"),
-    WatchError.code: (WatchError.exit_code, "amem watch: none of the roots could be watched"),
+    WatchError.code: (
+        WatchError.exit_code,
+        "amem watch: none of the roots could be watched; index --watch: another keeper has the vault",
+    ),
     IoError.code: (
         IoError.exit_code,
         "io: permission denied, read-only file system, disk full, or output not writable",

@@ -86,11 +86,13 @@ CREATE TABLE links (
     seq INTEGER NOT NULL,
     target TEXT NOT NULL,      -- normalised target, heading/block part removed
     tkey TEXT NOT NULL,        -- link_key(target)
+    nkey TEXT NOT NULL,        -- link_key of the target's last segment: the base name it falls back to
     resolved TEXT              -- note id the target resolves to, NULL when none
 );
 CREATE INDEX links_src ON links (src);
 CREATE INDEX links_target ON links (target);
 CREATE INDEX links_tkey ON links (tkey);
+CREATE INDEX links_nkey ON links (nkey);
 CREATE INDEX links_resolved ON links (resolved);
 CREATE TABLE seen (id TEXT PRIMARY KEY, version TEXT NOT NULL);
 CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: recheck next time
@@ -241,6 +243,9 @@ class VaultIndex:
         self.reporter = reporter or Reporter()
         self.path: Path = config.cache_dir / "index.sqlite"
         self._conn: sqlite3.Connection | None = None
+        #: this object built the database empty and has not walked the vault since: no keeper's
+        #: confirmation and no list of changed notes can make it complete
+        self._created = False
 
     # --- connection ---------------------------------------------------------------------------------
 
@@ -321,6 +326,7 @@ class VaultIndex:
                 "INSERT INTO meta VALUES (?, ?)", [("settings", self._settings()), ("schema", _fingerprint(master))]
             )
             conn.execute("COMMIT")
+            self._created = True
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -394,12 +400,21 @@ class VaultIndex:
         return self.repairing(lambda: self._refresh(thorough, thorough if wait is None else wait))
 
     def _refresh(self, thorough: bool, wait: bool) -> RefreshStats:
+        from .keeper import synced
+
         stats = RefreshStats()
+        # The one place that decides how the vault is looked at: not at all when a live keeper of the
+        # vault has applied every change made before this call (unless this call found no index and built
+        # it empty: the keeper's changes went into the one that is gone); otherwise every note, or only the
+        # folders.
+        self.conn  # noqa: B018 (opening it may build it empty, setting _created)
+        if not self._created and synced(self):
+            stats.warnings = self._problems()
+            return stats
         with self._refresh_lock(wait) as held:
             if not held:
                 stats.busy = True
             else:
-                # The one place that decides how the vault is looked at: every note, or only the folders.
                 scan = scan_vault(self.config) if thorough else self._quick_scan()
                 if scan.temporaries:
                     from .write import sweep_temporaries
@@ -410,13 +425,22 @@ class VaultIndex:
                     self._apply(scan, diff, stats, snapshot=scan.listed is None)
                 else:
                     self._write_search_rows()  # left by an interrupted refresh
+                self._created = False
         stats.warnings = self._problems()
         return stats
 
     def update(self, note_ids: Iterable[str]) -> RefreshStats:
         """Re-check exactly these notes, with no walk: index the changed, add the new, drop the gone.
-        For an index keeper that learns of changes from file-system events."""
-        return self.repairing(lambda: self._update(list(dict.fromkeys(note_ids))))
+        For an index keeper that learns of changes from file-system events. An index that had to be built
+        again from nothing (damaged, or of another version) holds none of the other notes: then the whole
+        vault is walked instead."""
+        ids = list(dict.fromkeys(note_ids))
+
+        def work() -> RefreshStats:
+            self.conn  # noqa: B018 (opening it finds it unusable, if it is, and builds it empty)
+            return self._refresh(True, True) if self._created else self._update(ids)
+
+        return self.repairing(work)
 
     def _update(self, note_ids: list[str]) -> RefreshStats:
         stats = RefreshStats()
@@ -913,10 +937,15 @@ class _Batch:
             return {target for targets in old_targets.values() for target in targets}
         dirty = self._reresolve(keys)
         resolver = self.resolver()
-        resolved = [(src, seq, target, link_key(target), resolver.resolve(target)) for src, seq, target in link_rows]
-        self.conn.executemany("INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)", resolved)
+        resolved = [
+            (src, seq, target, link_key(target), link_key(target.rsplit("/", 1)[-1]), resolver.resolve(target))
+            for src, seq, target in link_rows
+        ]
+        self.conn.executemany(
+            "INSERT INTO links (src, seq, target, tkey, nkey, resolved) VALUES (?, ?, ?, ?, ?, ?)", resolved
+        )
         new_targets: dict[int, set[str]] = {}
-        for src, _, _, _, target in resolved:
+        for src, _, _, _, _, target in resolved:
             if target:
                 new_targets.setdefault(src, set()).add(target)
         for src in old_targets.keys() | new_targets.keys():
@@ -924,15 +953,17 @@ class _Batch:
         return dirty
 
     def _reresolve(self, keys: set[str]) -> set[str]:
-        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved."""
+        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved.
+        That includes every link whose last segment is one of them: a link whose path matches no note
+        (`[[elsewhere/n]]`) falls back to any note of its base name, so a note of that name appearing or
+        going can change it."""
         if not keys:
             return set()
         conn = self.conn
-        rows = set(
-            select_in(
-                conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", sorted(map(link_key, keys))
-            )
-        )
+        wanted = sorted(map(link_key, keys))
+        rows = set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", wanted))
+        names = [key for key in wanted if "/" not in key]
+        rows |= set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE nkey IN ({})", names))
         if not rows:
             return set()
         resolver = self.resolver()

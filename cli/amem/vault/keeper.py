@@ -1,0 +1,322 @@
+"""The index keeper: one process per vault that keeps its index fresh from file-system events, so that
+other amem processes need not stat every note to know the index is current.
+
+The protocol, after git's fsmonitor and watchman's sync cookies:
+
+- The keeper holds an exclusive `flock` on `keeper.lock` in the vault's cache folder for as long as it
+  lives (the kernel drops it when the process dies, however it dies), and describes itself in
+  `keeper.json` once its watches are on and the index is current.
+- A command that needs a current index (`VaultIndex.refresh`) first calls `synced()`. When the lock is
+  held and `keeper.json` names the same index settings, it creates a cookie file in `<vault>/.amem-sync/`
+  and waits, bounded by ACK_TIMEOUT, until the keeper deletes it. The cookie's event comes through the
+  same event queue as every change made to the vault before it, and the keeper applies everything it has
+  read before it deletes a cookie: a deleted cookie proves that every earlier change is in the index.
+- Keeper gone (lock free), of other settings, or too slow to answer: `synced()` is False and the command
+  walks the vault as it always does. Nothing is an error.
+
+The cookie folder is a dot-folder with its own `.gitignore` (`*`), so neither the index nor git sees it.
+The keeper watches the folders the index walks (see `_IndexRules`), with the watcher's tree machinery:
+folders the index skips get no watch at all.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import errno
+import fcntl
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import WatchError
+from ..report import Reporter
+
+if TYPE_CHECKING:
+    import queue
+    import threading
+
+    from ..config import Config
+    from ..watcher.observation import WatchedRoot
+    from ..watcher.observer import TreeWatcher
+    from ..watcher.rules import IgnoreRules
+    from .index import VaultIndex
+
+SYNC_DIR = ".amem-sync"
+COOKIE_SUFFIX = ".cookie"
+#: How long a command waits for the keeper to confirm a cookie before it walks the vault itself.
+ACK_TIMEOUT = 1.0
+LOCK_FILE = "keeper.lock"
+INFO_FILE = "keeper.json"
+
+_cookies = itertools.count()
+#: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
+_applying: set[int] = set()
+
+
+# --- the client side: called at the start of every refresh -------------------------------------------
+
+
+def synced(index: VaultIndex, timeout: float | None = None) -> bool:
+    """True when a live keeper of this vault, keeping an index of these settings, has applied every change
+    made before this call; False (walk the vault) otherwise. Never raises for a missing or dead keeper."""
+    if _applying and _thread.get_ident() in _applying:
+        return False  # the keeper's own refresh
+    cache = index.config.cache_dir
+    if not _lock_held(cache / LOCK_FILE):
+        return False
+    try:
+        described = json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # starting up, or stopped meanwhile
+    if not isinstance(described, dict) or described.get("settings") != index._settings():
+        return False
+    cookie = os.path.join(index.config.vault_root, SYNC_DIR, f"{os.getpid()}-{next(_cookies)}{COOKIE_SUFFIX}")
+    try:
+        os.close(os.open(cookie, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError:
+        return False
+    deadline = time.monotonic() + (ACK_TIMEOUT if timeout is None else timeout)
+    pause = 0.0002
+    while os.path.lexists(cookie):
+        if time.monotonic() > deadline:
+            with contextlib.suppress(OSError):
+                os.unlink(cookie)
+            return False  # wedged or swamped: the walk is the answer
+        time.sleep(pause)
+        pause = min(pause * 2, 0.004)
+    return True
+
+
+def _lock_held(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    finally:
+        os.close(fd)  # also releases a shared lock taken above
+    return False
+
+
+# --- the keeper --------------------------------------------------------------------------------------
+
+
+class Keeper:
+    """Keeps one vault's index fresh until stopped. `start()` raises WatchError when another keeper runs
+    for the vault or the vault cannot be watched."""
+
+    def __init__(self, config: Config, reporter: Reporter | None = None) -> None:
+        self.config = config
+        self.reporter = reporter or Reporter()
+        self.root = os.path.abspath(config.vault_root)
+        self.extensions = tuple(e.lower() for e in config.extensions)
+        self._lock_fd: int | None = None
+        self._tree: TreeWatcher | None = None
+        import queue
+
+        self._events: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        #: a change the events cannot name (overflow, a folder moved): walk the whole vault next time
+        self._dirty = False
+        self.applied = 0
+
+    # --- life ---------------------------------------------------------------------------------------
+
+    def claim(self) -> None:
+        """Become the vault's one keeper (before anything else is done); WatchError when another is."""
+        if self._lock_fd is not None:
+            return
+        cache = self.config.cache_dir
+        cache.mkdir(parents=True, exist_ok=True)
+        fd = os.open(cache / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise WatchError(f"another amem keeper (pid {_keeper_pid(cache)}) is keeping this vault's index") from None
+        self._lock_fd = fd
+        with contextlib.suppress(OSError):
+            (cache / INFO_FILE).unlink()  # a killed keeper's: commands must not wait for it
+
+    def start(self) -> dict[str, int]:
+        """Claim the vault, watch it, bring the index up to date; return the index's stats."""
+        from ..watcher.observation import WatchedRoot
+
+        self.claim()
+        cache = self.config.cache_dir
+        try:
+            sync = os.path.join(self.root, SYNC_DIR)
+            os.makedirs(sync, exist_ok=True)
+            ignore = os.path.join(sync, ".gitignore")
+            if not os.path.exists(ignore):
+                with open(ignore, "w", encoding="utf-8") as handle:
+                    handle.write("# amem's index keeper: sync cookies, never tracked\n*\n")
+            self._tree = _tree_watcher(self._on_path, self._on_folder, self._on_warning)
+            self._tree.add_root(WatchedRoot(path=self.root, project="", rules=_index_rules(self.config, self.root)))
+            self._tree.start()
+            stats = self._apply(None)  # after the watches are on: no change falls in between
+            for name in os.listdir(sync):
+                if name.endswith(COOKIE_SUFFIX):  # left by commands that gave up waiting
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(sync, name))
+            from .index import VaultIndex
+
+            described = {"pid": os.getpid(), "settings": VaultIndex(self.config)._settings(), "vault": self.root}
+            (cache / INFO_FILE).write_text(json.dumps(described), encoding="utf-8")
+        except OSError as exc:
+            self.stop()
+            raise WatchError(f"cannot keep the index of this vault: {exc.strerror or type(exc).__name__}") from None
+        except BaseException:
+            self.stop()
+            raise
+        import threading
+
+        self._thread = threading.Thread(target=self._run, name="amem-index-keeper", daemon=True)
+        self._thread.start()
+        return stats
+
+    def stop(self) -> None:
+        """Stop watching, say so (keeper.json goes first, then the lock), and leave the vault as found."""
+        if self._lock_fd is None:
+            return
+        with contextlib.suppress(OSError):
+            (self.config.cache_dir / INFO_FILE).unlink()
+        if self._thread is not None:
+            self._events.put(None)
+            self._thread.join(timeout=30)
+            self._thread = None
+        if self._tree is not None:
+            self._tree.stop()
+            self._tree = None
+        os.close(self._lock_fd)  # releases the lock
+        self._lock_fd = None
+        sync = os.path.join(self.root, SYNC_DIR)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(sync):
+                if name.endswith(COOKIE_SUFFIX):
+                    os.unlink(os.path.join(sync, name))
+            os.unlink(os.path.join(sync, ".gitignore"))
+            os.rmdir(sync)
+
+    # --- events -------------------------------------------------------------------------------------
+
+    def _on_path(self, root: WatchedRoot, path: str) -> None:
+        self._events.put(path)
+
+    def _on_folder(self, path: str) -> None:
+        # A folder created, deleted or moved: the notes it took away are not named by any event.
+        self._dirty = True
+        self._events.put("")
+
+    def _on_warning(self, message: str) -> None:
+        self._dirty = True  # the watcher lost track of something: trust only a walk
+        self.reporter.warn(message)
+
+    def _run(self) -> None:
+        while True:
+            import queue
+
+            batch = [self._events.get()]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 100_000:
+                    batch.append(self._events.get_nowait())
+            stopping = None in batch
+            cookies: list[str] = []
+            notes: set[str] = set()
+            for path in batch:
+                if path is None:
+                    continue
+                if not path:
+                    continue  # a folder changed: _dirty is set
+                rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+                if rel.startswith(SYNC_DIR + "/"):
+                    if rel.endswith(COOKIE_SUFFIX) and os.path.lexists(path):
+                        cookies.append(path)
+                elif rel.lower().endswith(self.extensions):
+                    notes.add(rel)
+            try:
+                if notes or self._dirty:
+                    self._apply(None if self._dirty else notes)
+            except Exception as exc:  # keep running: the next change or cookie tries again
+                self._dirty = True
+                self.reporter.warn(f"the index keeper could not update the index: {type(exc).__name__}: {exc}")
+                cookies = []  # unconfirmed: the commands waiting walk the vault themselves
+            for cookie in cookies:
+                with contextlib.suppress(OSError):
+                    os.unlink(cookie)
+            if stopping:
+                return
+
+    def _apply(self, notes: set[str] | None) -> dict[str, int]:
+        """Bring the index up to date: exactly these notes (vault-relative ids the events named), or, when
+        None, the whole vault by a walk. Returns the index's stats after a walk."""
+        from .index import VaultIndex
+
+        self._dirty = False
+        index = VaultIndex(self.config, self.reporter)
+        _applying.add(_thread.get_ident())
+        try:
+            if notes is None:
+                index.refresh(thorough=True)
+            else:
+                index.update(notes)
+            self.applied += 1
+            return index.stats() if notes is None else {}
+        finally:
+            _applying.discard(_thread.get_ident())
+            index.close()
+
+
+def _keeper_pid(cache: Path) -> str:
+    try:
+        return str(json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown"
+
+
+def _tree_watcher(on_path: Any, on_folder: Any, warn: Any) -> TreeWatcher:
+    """The watcher's tree (one inotify instance on Linux, so that one queue orders every event), telling
+    the keeper about folder changes too."""
+    import sys
+
+    from ..watcher.observer import InotifyTree, WatchdogTree
+
+    class KeeperTree(InotifyTree):
+        def _handle_folder(self, root: WatchedRoot, path: str, rel: str, mask: int, cookie: int) -> None:
+            super()._handle_folder(root, path, rel, mask, cookie)
+            on_folder(path)
+
+    if sys.platform.startswith("linux"):
+        try:
+            return KeeperTree(on_path, warn)
+        except (ImportError, OSError) as exc:
+            warn(f"inotify is not available ({exc}); using watchdog's recursive observer")
+    return WatchdogTree(on_path, warn)
+
+
+def _index_rules(config: Config, root: str) -> IgnoreRules:
+    """The watcher's ignore rules, answered by the index's walk: a folder is watched exactly when the index
+    lists it (not .git, node_modules, .obsidian, an excludeDirs name, or a dot-folder unless
+    indexHiddenDirs), plus the keeper's cookie folder; files are all reported, the keeper sorts them. (The
+    watcher's own defaults would skip folders the index lists, such as build/ and dist/.)"""
+    from ..watcher.rules import IgnoreRules
+    from .index import ALWAYS_SKIPPED
+
+    skipped = set(ALWAYS_SKIPPED) | set(config.exclude_dirs)
+    hidden = bool(config.index_hidden_dirs)
+
+    class IndexRules(IgnoreRules):
+        def is_ignored(self, rel: str, *, is_dir: bool) -> bool:
+            if not is_dir or rel == SYNC_DIR:
+                return False
+            name = rel.rsplit("/", 1)[-1]
+            return name in skipped or (name.startswith(".") and not hidden)
+
+    return IndexRules(root, use_gitignore=False)

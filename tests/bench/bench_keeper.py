@@ -1,0 +1,143 @@
+"""Benchmark the index keeper (`amem index --watch`): whole CLI commands with and without a keeper, side by
+side with `rg -i -l` and `amem --version`, and the keeper's own costs.
+
+    python tests/bench/bench_keeper.py [--notes 10000] [--runs 11] [--work DIR]
+
+For each vault size: `amem search auth token` without a keeper, with one, and `rg -i -l -e auth -e token`
+over the same vault; `amem read` with a keeper and `amem --version` (medians of --runs, interleaved). Then
+the keeper: the time from an outside in-place rewrite to the index having it (the keeper confirming a sync
+cookie; p50/p95 of 100), its CPU while idle for 10 s, and its resident memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from make_vault import make_vault  # noqa: E402
+
+AMEM = str(Path(sys.executable).parent / "amem")
+
+
+def timed(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{command} failed: {done.stderr.decode()}")
+    return elapsed * 1000
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench(n: int, runs: int, work: Path) -> None:
+    vault = work / f"vault-{n}"
+    if not (vault / ".complete").exists():
+        shutil.rmtree(vault, ignore_errors=True)
+        print(f"generating {n} notes …", file=sys.stderr)
+        make_vault(vault, n, seed=0)
+        (vault / ".complete").touch()
+    env = {**os.environ, "XDG_CACHE_HOME": str(work / f"cache-{n}"), "AMEM_VAULT": str(vault)}
+    env.pop("AMEM_CONFIG", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    note = sorted(vault.rglob("*.md"))[n // 2]
+    note_id = str(note.relative_to(vault))
+    search = [AMEM, "search", "auth", "token"]
+    rg = ["rg", "-i", "-l", "-e", "auth", "-e", "token", str(vault)]
+    timed([AMEM, "index"], env)
+    alone = [timed(search, env) for _ in range(runs)]
+
+    keeper = subprocess.Popen(
+        [AMEM, "index", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True
+    )
+    try:
+        assert keeper.stdout is not None and keeper.stdout.readline(), "the keeper did not start"
+        kept, grep, read, version = [], [], [], []
+        for _ in range(runs):
+            kept.append(timed(search, env))
+            grep.append(timed(rg, env))
+            read.append(timed([AMEM, "read", note_id], env))
+            version.append(timed([AMEM, "--version"], env))
+        s, k, g, r, v = (statistics.median(x) for x in (alone, kept, grep, read, version))
+        print(f"\n{n} notes, medians of {runs}")
+        print(f"amem search auth token, no keeper   {s:7.1f} ms   {s / g:5.2f}× rg")
+        print(f"amem search auth token, keeper      {k:7.1f} ms   {k / g:5.2f}× rg")
+        print(f"rg -i -l -e auth -e token           {g:7.1f} ms")
+        print(f"amem read, keeper                   {r:7.1f} ms   {r / v:5.2f}× amem --version")
+        print(f"amem --version                      {v:7.1f} ms")
+
+        sys.path.insert(0, str(Path(__file__).parents[2] / "cli"))
+        os.environ.update(XDG_CACHE_HOME=env["XDG_CACHE_HOME"], AMEM_VAULT=env["AMEM_VAULT"])
+        from amem.config import load_config
+        from amem.vault.index import VaultIndex
+        from amem.vault.keeper import synced
+
+        config = load_config()
+        original = note.read_bytes()
+        latencies = []
+        try:
+            for i in range(100):
+                with open(note, "r+b") as handle:
+                    handle.write(f"edit{i:04d} ".encode())
+                start = time.perf_counter()
+                index = VaultIndex(config)
+                try:
+                    if not synced(index, timeout=5):
+                        raise SystemExit("the keeper did not confirm a cookie")
+                finally:
+                    index.close()
+                latencies.append((time.perf_counter() - start) * 1000)
+                time.sleep(0.02)
+        finally:
+            note.write_bytes(original)
+        print(
+            f"outside write → in the index        p50 {percentile(latencies, 0.5):5.1f} ms, "
+            f"p95 {percentile(latencies, 0.95):5.1f} ms"
+        )
+        time.sleep(2)
+        before = cpu_seconds(keeper.pid)
+        time.sleep(10)
+        idle = (cpu_seconds(keeper.pid) - before) / 10 * 100
+        print(f"keeper idle CPU over 10 s           {idle:5.2f} % of a core; RSS {rss_mib(keeper.pid):.1f} MiB")
+    finally:
+        keeper.terminate()
+        keeper.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-mcp"))
+    args = parser.parse_args()
+    if shutil.which("rg") is None:
+        raise SystemExit("ripgrep (rg) is needed")
+    args.work.mkdir(parents=True, exist_ok=True)
+    for n in args.notes:
+        bench(n, args.runs, args.work)
+
+
+if __name__ == "__main__":
+    main()

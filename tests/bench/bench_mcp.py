@@ -1,0 +1,139 @@
+"""Benchmark `amem mcp` through a real MCP client: latency of wiki_search, wiki_write (append) and wiki_read
+tool calls, client and server on this machine, server warm.
+
+    python tests/bench/bench_mcp.py [--notes 1000 10000] [--calls 200] [--work DIR]
+
+For each vault size the installed `amem mcp` is spawned by the SDK's stdio_client, the index is built by
+a first call, and then --calls calls of each tool are timed one after another from the client's side
+(send to result parsed): p50 and p95 in milliseconds. Searches cycle through words of several
+frequencies, reads through random notes (at the default link depth), appends go to one note. Side by side,
+the same search and read through the CLI (`amem search`, `amem read`, whole process) for scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+sys.path.insert(0, str(Path(__file__).parent))
+from make_vault import VOCABULARY, make_vault  # noqa: E402
+
+QUERIES = ["auth token", "session", "migration", "认证", VOCABULARY[2000]]
+AMEM = str(Path(sys.executable).parent / "amem")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def vault_of(n: int, work: Path) -> Path:
+    vault = work / f"vault-{n}"
+    if not (vault / ".complete").exists():
+        shutil.rmtree(vault, ignore_errors=True)
+        print(f"generating {n} notes …", file=sys.stderr)
+        make_vault(vault, n, seed=0)
+        (vault / ".complete").touch()
+    return vault
+
+
+async def through_mcp(env: dict[str, str], ids: list[str], calls: int) -> dict[str, list[float]]:
+    params = StdioServerParameters(command=AMEM, args=["mcp"], env=env)
+    timings: dict[str, list[float]] = {
+        "wiki_search": [],
+        "wiki_read": [],
+        "wiki_write": [],
+        "wiki_read after a write": [],
+    }
+    rng = random.Random(0)
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+
+            async def timed(name: str, arguments: dict[str, Any], keep: bool = True, into: str = "") -> None:
+                start = time.perf_counter()
+                result = await session.call_tool(name, arguments)
+                elapsed = time.perf_counter() - start
+                if result.is_error:
+                    raise SystemExit(f"{name} failed: {result.content}")
+                if keep:
+                    timings[into or name].append(elapsed * 1000)
+
+            started = time.perf_counter()
+            await timed("wiki_search", {"query": "warm up"}, keep=False)
+            print(f"  first call (index build or refresh): {time.perf_counter() - started:.2f} s", flush=True)
+            for _ in range(5):
+                await timed("wiki_search", {"query": "auth"}, keep=False)
+                await timed("wiki_read", {"id": ids[0]}, keep=False)
+            # Reads and searches of an unchanged vault, then appends, then a read right after each append
+            # (the keeper must apply the write before the read may skip the walk).
+            for i in range(calls):
+                await timed("wiki_search", {"query": QUERIES[i % len(QUERIES)]})
+                await timed("wiki_read", {"id": rng.choice(ids)})
+            for i in range(calls):
+                await timed("wiki_write", {"id": "bench/log", "content": f"entry {i}"})
+            for i in range(calls):
+                await timed("wiki_write", {"id": "bench/log", "content": f"more {i}"}, keep=False)
+                await timed("wiki_read", {"id": rng.choice(ids)}, into="wiki_read after a write")
+    return timings
+
+
+def cli_ms(command: list[str], env: dict[str, str], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def bench(n: int, calls: int, work: Path) -> None:
+    vault = vault_of(n, work)
+    cache = work / f"cache-{n}"
+    shutil.rmtree(vault / "bench", ignore_errors=True)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "XDG_CACHE_HOME": str(cache),
+        "AMEM_VAULT": str(vault),
+    }
+    ids = sorted(str(p.relative_to(vault)) for p in vault.rglob("*.md"))
+    print(f"\n{n} notes, {calls} calls of each tool")
+    timings = anyio.run(through_mcp, env, ids, calls)
+    print(f"{'tool':24} {'p50':>8} {'p95':>8} {'max':>8}")
+    for name, values in timings.items():
+        print(f"{name:24} {percentile(values, 0.5):6.1f}ms {percentile(values, 0.95):6.1f}ms {max(values):6.1f}ms")
+    runs = 10
+    search = statistics.median(cli_ms([AMEM, "search", q], env, runs) for q in QUERIES)
+    read = cli_ms([AMEM, "read", ids[len(ids) // 2]], env, runs)
+    version = cli_ms([AMEM, "--version"], env, runs)
+    print(f"for scale, whole CLI processes (median of {runs}): amem search {search:.1f} ms, amem read {read:.1f} ms,")
+    print(f"  amem --version {version:.1f} ms")
+    shutil.rmtree(vault / "bench", ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-mcp"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    for n in args.notes:
+        bench(n, args.calls, args.work)
+
+
+if __name__ == "__main__":
+    main()
