@@ -24,6 +24,7 @@ _TOP_KEYS = {
     "maxLinkDepth",
     "maxSearchResults",
     "indexHiddenDirs",
+    "semantic",
     "excludeDirs",
     "timezone",
     "bundleName",
@@ -75,6 +76,7 @@ class Config(NamedTuple):
     bundle_name: str = ""
     bundle_version: str = ""
     git_auto_commit: bool = False
+    semantic: bool = False  # fuse search rankings with the semantic ranker (the semantic extra)
     watch: WatchSettings = WatchSettings()
     profile: str | None = None
     warnings: tuple[str, ...] = ()
@@ -264,7 +266,7 @@ def _apply_file(values: dict[str, Any], data: Mapping[str, Any], check: _Validat
             values[key] = check.integer(key, raw, 0)
         elif key == "maxSearchResults":
             values[key] = check.integer(key, raw, 1)
-        elif key == "indexHiddenDirs":
+        elif key in ("indexHiddenDirs", "semantic"):
             values[key] = check.boolean(key, raw)
         elif key == "excludeDirs":
             values[key] = check.strings(key, raw)
@@ -414,6 +416,7 @@ def load_config(
         bundle_name=values.get("bundleName", ""),
         bundle_version=values.get("bundleVersion", ""),
         git_auto_commit=values.get("git.autoCommit", False),
+        semantic=values.get("semantic", False),
         watch=watch,
         profile=_env_text(env, "AMEM_PROFILE"),
         warnings=tuple(warnings),

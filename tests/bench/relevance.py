@@ -253,7 +253,59 @@ def fts5_baseline(vault: Path, scratch: Path) -> Ranker:
     return rank
 
 
-RANKERS: dict[str, Factory] = {"amem": amem_library, "amem-cli": amem_cli, "fts5": fts5_baseline}
+def amem_semantic(vault: Path, scratch: Path) -> Ranker:
+    """amem's search() with semantic fusion on, as `amem search --semantic` runs it (the default model)."""
+    return search_ranker(amem_config(vault, scratch), semantic=True)
+
+
+def semantic_factory(model: str, mode: str) -> Factory:
+    """A ranker over one embedding model: `semantic` alone, or `fused` with amem's keyword ranking by the
+    same weighted reciprocal-rank fusion search() uses, with FUSION's constant and semantic weight."""
+
+    def factory(vault: Path, scratch: Path) -> Ranker:
+        from amem.report import Reporter
+        from amem.vault import semantic
+        from amem.vault.index import VaultIndex
+
+        config = amem_config(vault, scratch)
+        index = VaultIndex(config)
+        index.refresh()
+        embedder = semantic.load_embedder(model)
+        semantic.sync(index.conn, embedder, semantic.index_stamps(index.conn), semantic.note_reader(config), Reporter())
+
+        def rank(query: str) -> list[str]:
+            found = [note_id for note_id, _ in semantic.rank(index.conn, embedder, query)]
+            if mode == "semantic":
+                return found[:DEPTH]
+            words = keyword_deep(config, query)
+            weights = [semantic.KEYWORD_WEIGHT, FUSION["weight"]]
+            return [note_id for note_id, _ in semantic.fuse([words, found], weights, int(FUSION["k"]))][:DEPTH]
+
+        return rank
+
+    return factory
+
+
+def keyword_deep(config: Any, query: str) -> list[str]:
+    """amem's keyword ranking as deep as fusion takes it."""
+    from amem.vault.search import search
+    from amem.vault.semantic import FUSION_DEPTH
+
+    return [hit["id"] for hit in search(config, query, limit=FUSION_DEPTH, semantic=False)["hits"]]
+
+
+#: The fusion constant and semantic weight of the `fused:` rankers (--rrf-k, --semantic-weight).
+FUSION: dict[str, float] = {"k": 10, "weight": 0.4}
+
+RANKERS: dict[str, Factory] = {
+    "amem": amem_library,
+    "amem-cli": amem_cli,
+    "fts5": fts5_baseline,
+    "amem-semantic": amem_semantic,
+}
+for _model in ("wordllama", "static-model"):
+    RANKERS[f"semantic:{_model}"] = semantic_factory(_model, "semantic")
+    RANKERS[f"fused:{_model}"] = semantic_factory(_model, "fused")
 
 
 # --- measuring -------------------------------------------------------------------------------------------
@@ -325,7 +377,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rankers", nargs="+", default=["amem", "fts5"])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     parser.add_argument("--write-queries", action="store_true", help="derive headings and titles sets again")
+    parser.add_argument("--rrf-k", type=int, help="fusion constant of the fused: rankers (default: amem's)")
+    parser.add_argument("--semantic-weight", type=float, help="semantic weight of the fused: rankers")
     args = parser.parse_args(argv)
+    try:
+        from amem.vault import semantic
+    except ImportError:  # an amem without semantic ranking: only the keyword rankers can run
+        pass
+    else:
+        FUSION["k"] = semantic.RRF_K if args.rrf_k is None else args.rrf_k
+        FUSION["weight"] = semantic.SEMANTIC_WEIGHT if args.semantic_weight is None else args.semantic_weight
     unknown = [r for r in args.rankers if r not in RANKERS]
     if unknown:
         parser.error(f"unknown rankers {unknown}; known: {sorted(RANKERS)}")

@@ -45,9 +45,13 @@ import unicodedata
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..report import Reporter
 from .index import IndexedNote, run_in, select_in
+
+if TYPE_CHECKING:
+    from .semantic import SearchRanker
 
 K1 = 1.2
 B = 0.75
@@ -702,12 +706,19 @@ class _Ranker:
 
 
 def search(
-    config: Any, query: str | None, *, limit: int | None = None, exact_title: str | None = None
+    config: Any,
+    query: str | None,
+    *,
+    limit: int | None = None,
+    exact_title: str | None = None,
+    semantic: bool | None = None,
+    reporter: Reporter | None = None,
 ) -> dict[str, Any]:
     """Bring the index up to date and answer one search: SPEC §4's {hits, total, truncated, fused, semantic}.
 
     With `exact_title`, every note whose folded title equals it, by id, unranked; `query` then only
-    steers the snippets."""
+    steers the snippets. `semantic` (default: the config's `semantic`) fuses the keyword ranking with the
+    semantic one; `exact_title` never does. Warnings go to `reporter`."""
     from ..errors import UsageError
     from .index import VaultIndex
 
@@ -720,14 +731,19 @@ def search(
     try:
         # Damage the refresh does not touch (it reads only the notes table when nothing changed) shows
         # while ranking: the whole search is repaired and run again, not just the refresh.
-        return index.repairing(lambda: _search(index, query, limit, exact_title))
+        use_semantic = bool(getattr(config, "semantic", False) if semantic is None else semantic)
+        semantic_on = use_semantic and exact_title is None and query is not None
+        return index.repairing(lambda: _search(index, query, limit, exact_title, semantic_on, reporter or Reporter()))
     finally:
         index.close()
 
 
-def _search(index: Any, query: str | None, limit: int, exact_title: str | None) -> dict[str, Any]:
+def _search(
+    index: Any, query: str | None, limit: int, exact_title: str | None, semantic: bool, reporter: Reporter
+) -> dict[str, Any]:
     index.refresh()
     conn = index.conn
+    ranker = _semantic_ranker(index, reporter) if semantic else None
     parsed = _Query(query or "")
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
     try:
@@ -739,12 +755,22 @@ def _search(index: Any, query: str | None, limit: int, exact_title: str | None) 
             ranked: list[tuple[int, float | None]] = [(row[0], None) for row in rows[:limit]]
             total = len(rows)
         else:
-            best, total = _Ranker(conn, parsed).rank(limit)
-            ranked = [(doc, round(score, 6)) for doc, score in best]
+            best, total = _Ranker(conn, parsed).rank(max(limit, ranker.depth) if ranker else limit)
+            if ranker is not None:
+                best, total = ranker.fuse(query or "", best, total)
+            ranked = [(doc, round(score, 6)) for doc, score in best[:limit]]
         hits = [_hit(index, doc, score, parsed) for doc, score in ranked]
     finally:
         conn.execute("COMMIT")
-    return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": False, "semantic": "unavailable"}
+    fused, status = (ranker.fused, ranker.status) if ranker else (False, "unavailable")
+    return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": fused, "semantic": status}
+
+
+def _semantic_ranker(index: Any, reporter: Reporter) -> SearchRanker:
+    """The semantic ranker, imported only by a search that asks for it."""
+    from .semantic import for_search
+
+    return for_search(index, reporter)
 
 
 def _hit(index: Any, doc: int, score: float | None, query: _Query) -> dict[str, Any]:

@@ -1,0 +1,456 @@
+"""Offline semantic ranking, fused with the keyword ranking by reciprocal-rank fusion.
+
+The model is a static embedding model shipped inside an installed package (the `semantic` extra), so
+nothing is ever downloaded. Each note is cut into chunks (by heading, long sections by paragraph), every
+chunk is embedded, and the vectors live in the index database in a table of their own, one row per note
+keyed by note id and version: a note whose version changed is embedded again, a note gone loses its row,
+and since embedding is a pure function of the note's text the table always equals a fresh rebuild. A note
+scores by its best chunk (cosine similarity with the query); the semantic ranking is then fused with the
+keyword ranking by weighted reciprocal-rank fusion: a note's fused score is the sum over the two rankings
+of weight / (RRF_K + rank).
+
+Nothing here is imported unless a search asks for semantic ranking, and numpy and the model only once a
+model is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from ..config import Config
+    from ..report import Reporter
+    from .index import VaultIndex
+
+#: Reciprocal-rank fusion: a hit at rank r of a ranking adds weight / (RRF_K + r). Measured on the Vue
+#: documentation in English and Chinese (tests/bench/relevance.py): the textbook k = 60 with equal weights
+#: lets the semantic ranking push exact title matches down (title MRR 0.99 → 0.96); k = 10 with the
+#: semantic ranking at 0.4 keeps every heading and title query set at least as good as keywords alone
+#: and still gains on paraphrased questions.
+RRF_K = 10
+KEYWORD_WEIGHT = 1.0
+SEMANTIC_WEIGHT = 0.4
+#: How deep each ranking goes before fusion: a note below this rank in both contributes nothing.
+FUSION_DEPTH = 50
+#: A section longer than this many characters is cut into paragraphs, joined up to this size.
+CHUNK_CHARS = 1000
+#: At most this many chunks per note: the rest of a very long note is not embedded.
+MAX_CHUNKS = 64
+#: Notes embedded and written per transaction: an interrupted sync keeps what it finished.
+BATCH_NOTES = 256
+#: The extra's package: when it cannot be found, semantic search is unavailable.
+EXTRA_PACKAGE = "wordllama"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS semantic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS semantic_vectors (
+    id TEXT PRIMARY KEY,    -- note id
+    stamp TEXT NOT NULL,    -- what the index knew of the file when it was embedded: skip reading it while equal
+    version TEXT NOT NULL,  -- SHA-1 of the note's bytes: embed again only when it changes
+    vectors BLOB NOT NULL   -- float16 unit vectors, one per chunk, row-major
+);
+"""
+
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+#: Markup that carries no meaning for the model: HTML tags, heading anchors, link targets, bare URLs, and
+#: Markdown's emphasis, code, heading, quote and table marks.
+_MARKUP = (
+    (re.compile(r"<[^>\n]+>"), " "),
+    (re.compile(r"\{#[^}]*\}"), " "),
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"https?://\S+"), " "),
+    (re.compile(r"[`*_#>|]+"), " "),
+)
+
+
+class SemanticUnavailable(Exception):
+    """The semantic extra is not installed."""
+
+
+class SemanticError(Exception):
+    """The extra is installed but its model cannot be loaded or used."""
+
+
+class Embedder(Protocol):
+    """A loaded model: unit vectors for texts, and a name that changes whenever the vectors would."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+class NoteText(NamedTuple):
+    version: str
+    title: str
+    body: str
+
+
+def installed() -> bool:
+    """True when the extra's package can be imported (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec(EXTRA_PACKAGE) is not None
+
+
+# --- models ----------------------------------------------------------------------------------------------
+
+
+class _WordLlama:
+    """wordllama's bundled 256-dimension model, loaded from the installed package's own folder with
+    downloads disabled (its default lookup looks elsewhere and then tries the network)."""
+
+    def __init__(self) -> None:
+        import os
+        from pathlib import Path
+
+        import wordllama
+
+        folder = Path(os.path.dirname(wordllama.__file__))
+        self.model = wordllama.WordLlama.load(cache_dir=folder, disable_download=True)
+        version = getattr(wordllama, "__version__", "?")
+        self.name = f"wordllama-{version}-l2_supercat-256"
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
+        vectors = np.asarray(self.model.embed(list(texts), norm=True), dtype=np.float32)
+        return vectors.reshape(len(texts), -1)
+
+
+class _StaticModel:
+    """tokenlearn-static-model's bundled 64-dimension multilingual model (measured against wordllama)."""
+
+    def __init__(self) -> None:
+        import os
+
+        import static_model
+
+        self.folder = os.path.join(os.path.dirname(static_model.__file__), "model")
+        self.encode = static_model.encode_batch
+        self.name = "tokenlearn-static-model-0.1-64"
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
+        vectors = np.asarray(self.encode(self.folder, list(texts), 512), dtype=np.float32).reshape(len(texts), -1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit: NDArray[np.float32] = (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
+        return unit
+
+
+MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": _WordLlama, "static-model": _StaticModel}
+DEFAULT_MODEL = "wordllama"
+_loaded: dict[str, Embedder] = {}
+
+
+def load_embedder(model: str = DEFAULT_MODEL) -> Embedder:
+    """The model, loaded once per process. SemanticUnavailable when the extra is not installed,
+    SemanticError when it is but does not load."""
+    if model in _loaded:
+        return _loaded[model]
+    if model == DEFAULT_MODEL and not installed():
+        raise SemanticUnavailable("semantic search needs the semantic extra: pip install 'amem[semantic]'")
+    try:
+        embedder = MODELS[model]()
+        embedder.embed(["probe"])  # a broken install fails here, not halfway through a sync
+    except ImportError as exc:
+        raise SemanticError(f"the semantic model cannot be imported ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # the model's own loading errors are of many kinds
+        raise SemanticError(f"the semantic model cannot be loaded ({type(exc).__name__})") from None
+    _loaded[model] = embedder
+    return embedder
+
+
+# --- chunking --------------------------------------------------------------------------------------------
+
+
+def chunks(title: str, body: str) -> list[str]:
+    """The texts a note is embedded as: one per heading section (the heading and its prose, fenced code
+    left out), a section longer than CHUNK_CHARS cut at blank lines into pieces of about that size, each
+    piece led by the note's title, markup removed. A note with no prose is its title alone."""
+    from .links import prose_lines
+
+    sections: list[list[str]] = [[]]
+    for line in prose_lines(body):
+        if _HEADING.match(line):
+            sections.append([])
+        sections[-1].append(line)
+    title = plain(title)
+    out: list[str] = []
+    for section in sections:
+        for piece in _pieces(section):
+            out.append(f"{title}\n{plain(piece)}" if title else plain(piece))
+            if len(out) == MAX_CHUNKS:
+                return out
+    return out or [title]
+
+
+def plain(text: str) -> str:
+    """`text` without the markup listed in _MARKUP."""
+    for pattern, replacement in _MARKUP:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _pieces(lines: list[str]) -> Iterable[str]:
+    text = "\n".join(lines).strip()
+    if len(text) <= CHUNK_CHARS:
+        if text:
+            yield text
+        return
+    heading = lines[0].strip() if _HEADING.match(lines[0]) else ""
+    current = ""
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph = paragraph.strip()
+        if current and len(current) + len(paragraph) > CHUNK_CHARS:
+            yield current
+            current = heading + "\n" if heading and not paragraph.startswith("#") else ""
+        current = f"{current}\n{paragraph}" if current else paragraph
+    if current.strip():
+        yield current
+
+
+# --- storage ---------------------------------------------------------------------------------------------
+
+
+def _prepare(conn: sqlite3.Connection, embedder: Embedder) -> None:
+    """Create the tables; vectors of another model are all dropped."""
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    row = conn.execute("SELECT value FROM semantic_meta WHERE key = 'model'").fetchone()
+    if row is None or row[0] != embedder.name:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM semantic_vectors")
+            conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('model', ?)", (embedder.name,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def sync(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    notes: Iterable[tuple[str, str]],
+    read: Callable[[str], NoteText | None],
+    reporter: Reporter,
+) -> int:
+    """Bring the vectors up to date with `notes`, (id, stamp) pairs for every note of the index, where the
+    stamp changes whenever the file may have (mtime, size). A note with a new stamp is read; it is embedded
+    again only when its version changed. Rows of notes no longer listed go. Returns how many notes were
+    embedded. `read(id)` gives the note's text, or None when it cannot be read (its row is then dropped)."""
+    import numpy as np
+
+    _prepare(conn, embedder)
+    current = dict(notes)
+    stored = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, stamp, version FROM semantic_vectors")}
+    gone = [note_id for note_id in stored if note_id not in current]
+    changed = [note_id for note_id, stamp in current.items() if stored.get(note_id, ("", ""))[0] != stamp]
+    if gone:
+        _write(conn, [], [], gone)
+    embedded = 0
+    progress = reporter.progress("embedding", len(changed)) if len(changed) > BATCH_NOTES else None
+    for start in range(0, len(changed), BATCH_NOTES):
+        batch = changed[start : start + BATCH_NOTES]
+        restamped: list[tuple[str, str]] = []
+        fresh: list[tuple[str, str, str, list[str]]] = []
+        dropped: list[str] = []
+        for note_id in batch:
+            text = read(note_id)
+            if text is None:
+                dropped.append(note_id)
+            elif note_id in stored and stored[note_id][1] == text.version:
+                restamped.append((current[note_id], note_id))
+            else:
+                fresh.append((note_id, current[note_id], text.version, chunks(text.title, text.body)))
+        rows: list[tuple[str, str, str, bytes]] = []
+        if fresh:
+            vectors = embedder.embed([piece for *_, pieces in fresh for piece in pieces]).astype(np.float16)
+            at = 0
+            for note_id, stamp, version, pieces in fresh:
+                rows.append((note_id, stamp, version, vectors[at : at + len(pieces)].tobytes()))
+                at += len(pieces)
+        _write(conn, rows, restamped, dropped)
+        embedded += len(fresh)
+        if progress is not None:
+            progress.step(len(batch))
+    if progress is not None:
+        progress.done()
+    return embedded
+
+
+def _write(
+    conn: sqlite3.Connection,
+    rows: list[tuple[str, str, str, bytes]],
+    restamped: list[tuple[str, str]],
+    dropped: list[str],
+) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany("INSERT OR REPLACE INTO semantic_vectors VALUES (?, ?, ?, ?)", rows)
+        conn.executemany("UPDATE semantic_vectors SET stamp = ? WHERE id = ?", restamped)
+        conn.executemany("DELETE FROM semantic_vectors WHERE id = ?", [(note_id,) for note_id in dropped])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+# --- ranking ---------------------------------------------------------------------------------------------
+
+
+def rank(
+    conn: sqlite3.Connection, embedder: Embedder, query: str, depth: int = FUSION_DEPTH
+) -> list[tuple[str, float]]:
+    """The `depth` notes most similar to `query`, (id, best chunk's cosine similarity), best first, ties by
+    id. Streams the vectors in batches, so memory stays bounded whatever the vault's size."""
+    import heapq
+
+    import numpy as np
+
+    probe = embedder.embed([query])[0].astype(np.float32)
+    dim = probe.shape[0]
+    best: list[tuple[float, str]] = []
+    cursor = conn.execute("SELECT id, vectors FROM semantic_vectors")
+    while batch := cursor.fetchmany(2048):
+        ids = [row[0] for row in batch]
+        blobs = [row[1] for row in batch]
+        counts = np.fromiter((len(blob) // (2 * dim) for blob in blobs), dtype=np.int64, count=len(blobs))
+        keep = counts > 0
+        if not keep.any():
+            continue
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(-1, dim)
+        sims = matrix @ probe.astype(np.float16)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))[keep]
+        scores = np.maximum.reduceat(sims.astype(np.float32), starts) if len(sims) else np.zeros(0)
+        kept = [note_id for note_id, k in zip(ids, keep, strict=True) if k]
+        for score, note_id in zip(scores.tolist(), kept, strict=True):
+            item = (round(score, 6), _Desc(note_id))
+            if len(best) < depth:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+    ordered = sorted(best, key=lambda item: (-item[0], str(item[1])))
+    return [(str(note_id), score) for score, note_id in ordered]
+
+
+class _Desc(str):
+    """An id that compares reversed, so that the heap of (score, id) keeps the lowest ids among equal scores."""
+
+    __slots__ = ()
+
+    def __lt__(self, other: object) -> bool:
+        return str.__gt__(self, other)  # type: ignore[operator]
+
+    def __gt__(self, other: object) -> bool:
+        return str.__lt__(self, other)  # type: ignore[operator]
+
+
+def fuse(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[str, float]]:
+    """Weighted reciprocal-rank fusion: an id scores the sum, over the rankings it is in, of the ranking's
+    weight / (k + rank) (rank 1 is the best), best first, ties by id. Weights default to 1."""
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
+        for position, note_id in enumerate(ranking, start=1):
+            scores[note_id] = scores.get(note_id, 0.0) + weight / (k + position)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+class SearchRanker:
+    """Semantic ranking for one search on today's index (`VaultIndex`): loaded and brought up to date by
+    `for_search` before the search takes its read snapshot, then `fuse` turns the keyword ranking (index
+    rowids) into the fused one. `fused` and `status` are the search result's `fused` and `semantic`;
+    `depth` is how deep the keyword ranking handed to `fuse` should go."""
+
+    depth = FUSION_DEPTH
+
+    def __init__(self, index: VaultIndex, embedder: Embedder | None, status: str, reporter: Reporter) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.status = status
+        self.reporter = reporter
+
+    @property
+    def fused(self) -> bool:
+        return self.status == "ok"
+
+    def fuse(self, query: str, keyword: Sequence[tuple[int, float]], total: int) -> tuple[list[tuple[int, float]], int]:
+        """(rowid, fused score) best first, and the total: the keyword matches and the notes only the
+        semantic ranking found. The keyword ranking as it is when the model failed."""
+        if self.embedder is None:
+            return list(keyword), total
+        conn = self.index.conn
+        try:
+            semantic = [note_id for note_id, _ in rank(conn, self.embedder, query)]
+        except sqlite3.DatabaseError:
+            raise  # the index's own damage: the search repairs it and runs again
+        except Exception as exc:  # a model misbehaving at query time must not cost the keyword answer
+            self.reporter.warn(f"semantic ranking failed ({type(exc).__name__}); answering from keywords only")
+            self.status, self.embedder = "error", None
+            return list(keyword), total
+        from .index import select_in
+
+        docs = [doc for doc, _ in keyword]
+        rowid = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE id IN ({})", semantic))
+        id_of = dict(select_in(conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", docs))
+        keyword_ids = [id_of[doc] for doc in docs]
+        rowid.update((note_id, doc) for doc, note_id in id_of.items())
+        semantic = [note_id for note_id in semantic if note_id in rowid]  # vectors of a note just removed
+        extra = len(set(semantic) - set(keyword_ids))
+        return [
+            (rowid[i], score) for i, score in fuse([keyword_ids, semantic], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT])
+        ], total + extra
+
+
+def for_search(index: VaultIndex, reporter: Reporter, model: str = DEFAULT_MODEL) -> SearchRanker:
+    """Load the model (once per process) and bring the vectors up to date with the refreshed index. When
+    the extra is missing the ranker's status is "unavailable", when the model fails "error"; either way
+    with a warning, and the search answers from keywords."""
+    try:
+        embedder = load_embedder(model)
+        sync(index.conn, embedder, index_stamps(index.conn), note_reader(index.config), reporter)
+    except SemanticUnavailable as exc:
+        reporter.warn(str(exc))
+        return SearchRanker(index, None, "unavailable", reporter)
+    except SemanticError as exc:
+        reporter.warn(f"{exc}; answering from keywords only")
+        return SearchRanker(index, None, "error", reporter)
+    return SearchRanker(index, embedder, "ok", reporter)
+
+
+def index_stamps(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    rows = conn.execute("SELECT id, mtime_ns, size, digest FROM notes WHERE problem IS NULL").fetchall()
+    return [(note_id, f"{mtime}:{size}:{digest or ''}") for note_id, mtime, size, digest in rows]
+
+
+def note_reader(config: Config) -> Callable[[str], NoteText | None]:
+    import os
+
+    from .notes import note_title, parse_note, version_of
+
+    def read(note_id: str) -> NoteText | None:
+        try:
+            with open(os.path.join(config.vault_root, note_id), "rb") as handle:
+                data = handle.read()
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None  # gone or unreadable since the refresh: no vectors until it reads again
+        parsed = parse_note(text, note_id)
+        return NoteText(version_of(data), note_title(parsed.frontmatter, parsed.body, note_id), parsed.body)
+
+    return read
+
+
+def vectors_of(conn: sqlite3.Connection) -> dict[str, tuple[str, bytes]]:
+    """Every stored row, id → (version, vectors): what a fresh rebuild must equal."""
+    return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, version, vectors FROM semantic_vectors")}
