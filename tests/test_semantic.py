@@ -215,7 +215,11 @@ def sync_index(config: Any) -> tuple[int, dict[str, tuple[str, bytes]]]:
         index.refresh()
         embedder = semantic.load_embedder()
         count = semantic.sync(
-            index.conn, embedder, semantic.index_stamps(index.conn), semantic.note_reader(config), Reporter()
+            index.conn,
+            embedder,
+            semantic.index_stamps(index.conn),
+            semantic.note_reader(config, index.conn),
+            Reporter(),
         )
         return count, semantic.vectors_of(index.conn)
     finally:
@@ -313,3 +317,16 @@ def test_a_model_failing_at_query_time_costs_only_the_fusion(vault: Path, monkey
     assert (result["fused"], result["semantic"]) == (False, "error")
     assert result["hits"] == plain["hits"]
     assert reporter.warnings == ["semantic ranking failed (RuntimeError); answering from keywords only"]
+
+
+@needs_model
+def test_vectors_equal_wordllamas_own_loader() -> None:
+    import numpy as np
+    import wordllama
+
+    texts = ["Access tokens expire after fifteen minutes", "令牌多久过期", "caching computed properties in templates"]
+    folder = Path(wordllama.__file__).parent
+    theirs = wordllama.WordLlama.load(cache_dir=folder, disable_download=True).embed(texts, norm=True)
+    ours = semantic.load_embedder().embed(texts)
+    assert ours.shape == (3, 256)
+    assert np.abs(ours - theirs).max() < 1e-4

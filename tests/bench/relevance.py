@@ -271,7 +271,13 @@ def semantic_factory(model: str, mode: str) -> Factory:
         index = VaultIndex(config)
         index.refresh()
         embedder = semantic.load_embedder(model)
-        semantic.sync(index.conn, embedder, semantic.index_stamps(index.conn), semantic.note_reader(config), Reporter())
+        semantic.sync(
+            index.conn,
+            embedder,
+            semantic.index_stamps(index.conn),
+            semantic.note_reader(config, index.conn),
+            Reporter(),
+        )
 
         def rank(query: str) -> list[str]:
             found = [note_id for note_id, _ in semantic.rank(index.conn, embedder, query)]
