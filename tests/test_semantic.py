@@ -330,3 +330,53 @@ def test_vectors_equal_wordllamas_own_loader() -> None:
     ours = semantic.load_embedder().embed(texts)
     assert ours.shape == (3, 256)
     assert np.abs(ours - theirs).max() < 1e-4
+
+
+def brute_force(config: Any, query: str) -> list[tuple[str, float]]:
+    """Every note's best chunk similarity computed from the stored rows one by one, best first, ties by id."""
+    import numpy as np
+
+    index = VaultIndex(config)
+    try:
+        rows = semantic.vectors_of(index.conn)
+    finally:
+        index.close()
+    probe = semantic.load_embedder().embed([query])[0].astype(np.float16)
+    scores = []
+    for note_id, (_, blob) in rows.items():
+        vectors = np.frombuffer(blob, dtype=np.float16).reshape(-1, 256)
+        if len(vectors):
+            scores.append((note_id, round(float(max((v @ probe).astype(np.float32) for v in vectors)), 6)))
+    return sorted(scores, key=lambda item: (-item[1], item[0]))
+
+
+@needs_model
+@pytest.mark.parametrize("keep", [False, True])
+def test_semantic_ranking_equals_a_brute_force_scan(vault: Path, keep: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "KEEP_VECTORS", keep)
+    small_vault(vault)
+    for i in range(30):  # identical notes tie, and the cut-off must keep the lowest ids among them
+        write_file(vault / f"same/{i:02}.md", "# Same\n\nTokens and sessions.\n")
+    config = load_config()
+    sync_index(config)
+    index = VaultIndex(config)
+    try:
+        embedder = semantic.load_embedder()
+        for query in (PARAPHRASE, "sessions", "令牌"):
+            expected = brute_force(config, query)
+            for depth in (5, 10, 33, 100):
+                assert semantic.rank(index.conn, embedder, query, depth) == expected[:depth]
+    finally:
+        index.close()
+
+
+@needs_model
+def test_kept_vectors_follow_a_change(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "KEEP_VECTORS", True)
+    small_vault(vault)
+    config = load_config()
+    assert ids(search(config, PARAPHRASE, semantic=True))[0] == "auth.md"
+    (vault / "auth.md").unlink()
+    write_file(vault / "later.md", TOKENS.replace("Token lifetime", "Credential expiry"))
+    assert ids(search(config, PARAPHRASE, semantic=True))[0] == "later.md"
+    assert ids(search(config, PARAPHRASE, semantic=True)) == ids(search(config, PARAPHRASE, semantic=True))

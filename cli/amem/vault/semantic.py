@@ -322,6 +322,7 @@ def _prepare(conn: sqlite3.Connection, embedder: Embedder) -> None:
         try:
             conn.execute("DELETE FROM semantic_vectors")
             conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('model', ?)", (embedder.name,))
+            _new_generation(conn)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -339,15 +340,35 @@ def sync(
     stamp changes whenever the file may have (mtime, size). A note with a new stamp is read; it is embedded
     again only when its version changed. Rows of notes no longer listed go. Returns how many notes were
     embedded. `read(id)` gives the note's text, or None when it cannot be read (its row is then dropped)."""
-    import numpy as np
-
     _prepare(conn, embedder)
     current = dict(notes)
-    stored = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, stamp, version FROM semantic_vectors")}
+    stored = dict(conn.execute("SELECT id, stamp FROM semantic_vectors").fetchall())
     gone = [note_id for note_id in stored if note_id not in current]
-    changed = [note_id for note_id, stamp in current.items() if stored.get(note_id, ("", ""))[0] != stamp]
+    stale = [(note_id, stamp) for note_id, stamp in current.items() if stored.get(note_id) != stamp]
+    return sync_changes(conn, embedder, stale, gone, read, reporter)
+
+
+def sync_changes(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    stale: Sequence[tuple[str, str]],
+    gone: Sequence[str],
+    read: Callable[[str], NoteText | None],
+    reporter: Reporter,
+) -> int:
+    """`sync` given what changed: `stale`, the (id, new stamp) of notes whose stored stamp differs or that
+    have no row, and `gone`, ids whose rows go. The tables must exist (`_prepare`)."""
+    import numpy as np
+
+    from .index import select_in
+
     if gone:
-        _write(conn, [], [], gone)
+        _write(conn, [], [], list(gone))
+    if not stale:
+        return 0
+    current = dict(stale)
+    changed = list(current)
+    stored = dict(select_in(conn, "SELECT id, version FROM semantic_vectors WHERE id IN ({})", changed))
     embedded = 0
     progress = reporter.progress("embedding", len(changed)) if len(changed) > BATCH_NOTES else None
     for start in range(0, len(changed), BATCH_NOTES):
@@ -359,7 +380,7 @@ def sync(
             text = read(note_id)
             if text is None:
                 dropped.append(note_id)
-            elif note_id in stored and stored[note_id][1] == text.version:
+            elif stored.get(note_id) == text.version:
                 restamped.append((current[note_id], note_id))
             else:
                 fresh.append((note_id, current[note_id], text.version, chunks(text.title, text.body)))
@@ -379,6 +400,13 @@ def sync(
     return embedded
 
 
+def _new_generation(conn: sqlite3.Connection) -> None:
+    """Mark the vectors as changed: a random token, so that even a rebuilt database never repeats one."""
+    import os
+
+    conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('generation', ?)", (os.urandom(8).hex(),))
+
+
 def _write(
     conn: sqlite3.Connection,
     rows: list[tuple[str, str, str, bytes]],
@@ -390,6 +418,7 @@ def _write(
         conn.executemany("INSERT OR REPLACE INTO semantic_vectors VALUES (?, ?, ?, ?)", rows)
         conn.executemany("UPDATE semantic_vectors SET stamp = ? WHERE id = ?", restamped)
         conn.executemany("DELETE FROM semantic_vectors WHERE id = ?", [(note_id,) for note_id in dropped])
+        _new_generation(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -403,47 +432,63 @@ def rank(
     conn: sqlite3.Connection, embedder: Embedder, query: str, depth: int = FUSION_DEPTH
 ) -> list[tuple[str, float]]:
     """The `depth` notes most similar to `query`, (id, best chunk's cosine similarity), best first, ties by
-    id. Streams the vectors in batches, so memory stays bounded whatever the vault's size."""
-    import heapq
-
+    id. Reads the vectors in batches, so memory grows with the number of notes, not of vectors."""
     import numpy as np
 
-    probe = embedder.embed([query])[0].astype(np.float32)
+    probe = embedder.embed([query])[0].astype(np.float16)
+    ids, similarities = _scores(conn, probe)
+    if not ids:
+        return []
+    every = np.round(similarities.astype(np.float64), 6)
+    if len(ids) <= depth:
+        order = sorted(range(len(ids)), key=lambda i: (-every[i], ids[i]))
+        return [(ids[i], float(every[i])) for i in order]
+    edge = np.partition(-every, depth - 1)[depth - 1]  # the depth-th best score, negated
+    above = np.flatnonzero(-every < edge)
+    tied = sorted(ids[i] for i in np.flatnonzero(-every == edge))[: depth - len(above)]
+    best = sorted((-float(every[i]), ids[i]) for i in above) + [(float(edge), note_id) for note_id in tied]
+    return [(note_id, -negative) for negative, note_id in best]
+
+
+#: Set by a long-lived process (`amem mcp`, an index keeper): the vectors then stay in memory between
+#: searches, read again only when they changed. A one-shot command streams them instead, so that its
+#: memory stays small.
+KEEP_VECTORS = False
+_kept: dict[str, tuple[str, list[str], NDArray[np.float16], NDArray[np.int64]]] = {}
+
+
+def _scores(conn: sqlite3.Connection, probe: NDArray[np.float16]) -> tuple[list[str], NDArray[np.float32]]:
+    """Every note with vectors and its best chunk's similarity to `probe`."""
+    import numpy as np
+
     dim = probe.shape[0]
-    best: list[tuple[float, str]] = []
-    cursor = conn.execute("SELECT id, vectors FROM semantic_vectors")
-    while batch := cursor.fetchmany(2048):
-        ids = [row[0] for row in batch]
+    if KEEP_VECTORS:
+        database = conn.execute("PRAGMA database_list").fetchone()[2]
+        row = conn.execute("SELECT value FROM semantic_meta WHERE key = 'generation'").fetchone()
+        generation = row[0] if row else ""
+        kept = _kept.get(database)
+        if kept is None or kept[0] != generation:
+            rows = conn.execute("SELECT id, vectors FROM semantic_vectors WHERE length(vectors) > 0").fetchall()
+            counts = np.fromiter((len(r[1]) for r in rows), dtype=np.int64, count=len(rows)) // (2 * dim)
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(-1, dim)
+            kept = (generation, [r[0] for r in rows], matrix, np.concatenate(([0], np.cumsum(counts)[:-1])))
+            _kept.clear()
+            _kept[database] = kept
+        _, ids, matrix, starts = kept
+        if not ids:
+            return [], np.zeros(0, dtype=np.float32)
+        return ids, np.maximum.reduceat((matrix @ probe).astype(np.float32), starts)
+    ids = []
+    scores: list[NDArray[np.float32]] = [np.zeros(0, dtype=np.float32)]
+    cursor = conn.execute("SELECT id, vectors FROM semantic_vectors WHERE length(vectors) > 0")
+    while batch := cursor.fetchmany(4096):
         blobs = [row[1] for row in batch]
-        counts = np.fromiter((len(blob) // (2 * dim) for blob in blobs), dtype=np.int64, count=len(blobs))
-        keep = counts > 0
-        if not keep.any():
-            continue
+        counts = np.fromiter((len(blob) for blob in blobs), dtype=np.int64, count=len(blobs)) // (2 * dim)
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(-1, dim)
-        sims = matrix @ probe.astype(np.float16)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))[keep]
-        scores = np.maximum.reduceat(sims.astype(np.float32), starts) if len(sims) else np.zeros(0)
-        kept = [note_id for note_id, k in zip(ids, keep, strict=True) if k]
-        for score, note_id in zip(scores.tolist(), kept, strict=True):
-            item = (round(score, 6), _Desc(note_id))
-            if len(best) < depth:
-                heapq.heappush(best, item)
-            elif item > best[0]:
-                heapq.heapreplace(best, item)
-    ordered = sorted(best, key=lambda item: (-item[0], str(item[1])))
-    return [(str(note_id), score) for score, note_id in ordered]
-
-
-class _Desc(str):
-    """An id that compares reversed, so that the heap of (score, id) keeps the lowest ids among equal scores."""
-
-    __slots__ = ()
-
-    def __lt__(self, other: object) -> bool:
-        return str.__gt__(self, other)  # type: ignore[operator]
-
-    def __gt__(self, other: object) -> bool:
-        return str.__lt__(self, other)  # type: ignore[operator]
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        scores.append(np.maximum.reduceat((matrix @ probe).astype(np.float32), starts))
+        ids.extend(row[0] for row in batch)
+    return ids, np.concatenate(scores)
 
 
 def fuse(
@@ -510,7 +555,10 @@ def for_search(index: VaultIndex, reporter: Reporter, model: str = DEFAULT_MODEL
     with a warning, and the search answers from keywords."""
     try:
         embedder = load_embedder(model)
-        sync(index.conn, embedder, index_stamps(index.conn), note_reader(index.config, index.conn), reporter)
+        conn = index.conn
+        _prepare(conn, embedder)
+        stale, gone = _index_changes(conn)
+        sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
     except SemanticUnavailable as exc:
         reporter.warn(str(exc))
         return SearchRanker(index, None, "unavailable", reporter)
@@ -518,6 +566,22 @@ def for_search(index: VaultIndex, reporter: Reporter, model: str = DEFAULT_MODEL
         reporter.warn(f"{exc}; answering from keywords only")
         return SearchRanker(index, None, "error", reporter)
     return SearchRanker(index, embedder, "ok", reporter)
+
+
+#: A note's stamp from today's index: anything that makes the index read the note again changes it.
+_STAMP = "n.mtime_ns || ':' || n.size || ':' || coalesce(n.digest, '')"
+
+
+def _index_changes(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], list[str]]:
+    """What `sync` would find by comparing index_stamps with the stored rows, computed by SQLite."""
+    stale = conn.execute(
+        f"SELECT n.id, {_STAMP} FROM notes n LEFT JOIN semantic_vectors v ON v.id = n.id"
+        f" WHERE n.problem IS NULL AND (v.stamp IS NULL OR v.stamp != {_STAMP})"
+    ).fetchall()
+    gone = conn.execute(
+        "SELECT v.id FROM semantic_vectors v LEFT JOIN notes n ON n.id = v.id AND n.problem IS NULL WHERE n.id IS NULL"
+    ).fetchall()
+    return [(row[0], row[1]) for row in stale], [row[0] for row in gone]
 
 
 def index_stamps(conn: sqlite3.Connection) -> list[tuple[str, str]]:
