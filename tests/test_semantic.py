@@ -380,3 +380,27 @@ def test_kept_vectors_follow_a_change(vault: Path, monkeypatch: pytest.MonkeyPat
     write_file(vault / "later.md", TOKENS.replace("Token lifetime", "Credential expiry"))
     assert ids(search(config, PARAPHRASE, semantic=True))[0] == "later.md"
     assert ids(search(config, PARAPHRASE, semantic=True)) == ids(search(config, PARAPHRASE, semantic=True))
+
+
+@needs_model
+def test_a_broken_dependency_is_named_without_its_path(vault: Path, isolated_env: Path) -> None:
+    small_vault(vault)
+    shadow = isolated_env / "shadow"
+    write_file(
+        shadow / "tokenizers/__init__.py",
+        "raise ImportError('undefined symbol in /secret/host/path/tokenizers.so', name='tokenizers')\n",
+    )
+    code = "import sys, amem.cli; sys.exit(amem.cli.run(sys.argv[1:]))"
+    env = {**os.environ, "AMEM_VAULT": str(vault), "PYTHONPATH": str(shadow)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, "search", "--semantic", "tokens"],
+        cwd=isolated_env,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["semantic"] == "error"
+    assert "cannot be imported (tokenizers is missing or broken)" in done.stderr
+    assert "/secret" not in done.stderr and "Traceback" not in done.stderr

@@ -252,7 +252,8 @@ def load_embedder(model: str = DEFAULT_MODEL) -> Embedder:
     except SemanticUnavailable:
         raise
     except ImportError as exc:
-        raise SemanticError(f"the semantic model cannot be imported ({type(exc).__name__}: {exc})") from None
+        missing = exc.name or "a module"  # the name only: the message itself may hold a host path
+        raise SemanticError(f"the semantic model cannot be imported ({missing} is missing or broken)") from None
     except Exception as exc:  # the model's own loading errors are of many kinds
         raise SemanticError(f"the semantic model cannot be loaded ({type(exc).__name__})") from None
     _loaded[model] = embedder
