@@ -755,7 +755,7 @@ def _search(
             ranked: list[tuple[int, float | None]] = [(row[0], None) for row in rows[:limit]]
             total = len(rows)
         else:
-            best, total = _Ranker(conn, parsed).rank(max(limit, ranker.depth) if ranker else limit)
+            best, total = _Ranker(conn, parsed).rank(max(limit, ranker.depth) if ranker and ranker.fused else limit)
             if ranker is not None:
                 best, total = ranker.fuse(query or "", best, total)
             ranked = [(doc, round(score, 6)) for doc, score in best[:limit]]
