@@ -404,3 +404,23 @@ def test_a_broken_dependency_is_named_without_its_path(vault: Path, isolated_env
     assert json.loads(done.stdout)["semantic"] == "error"
     assert "cannot be imported (tokenizers is missing or broken)" in done.stderr
     assert "/secret" not in done.stderr and "Traceback" not in done.stderr
+
+
+@needs_model
+def test_searches_keep_the_vectors_equal_to_a_rebuild(
+    vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_vault(vault)
+    config = load_config()
+    assert ids(search(config, PARAPHRASE, semantic=True))[0] == "auth.md"
+    write_file(vault / "auth.md", "# Lunch\n\nThe canteen serves noodles on Fridays.\n")
+    write_file(vault / "ops/keys.md", TOKENS.replace("Token lifetime", "Key rotation"))
+    assert ids(search(config, PARAPHRASE, semantic=True))[0] == "ops/keys.md"
+    assert ids(search(config, PARAPHRASE, semantic=True))[0] == "ops/keys.md"  # nothing changed in between
+    index = VaultIndex(config)
+    try:
+        kept = semantic.vectors_of(index.conn)
+    finally:
+        index.close()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(isolated_env / "fresh-cache"))
+    assert sync_index(load_config())[1] == kept

@@ -324,6 +324,7 @@ def _prepare(conn: sqlite3.Connection, embedder: Embedder) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("DELETE FROM semantic_vectors")
+            conn.execute("DELETE FROM semantic_meta WHERE key = 'synced'")
             conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('model', ?)", (embedder.name,))
             _new_generation(conn)
             conn.execute("COMMIT")
@@ -560,8 +561,13 @@ def for_search(index: VaultIndex, reporter: Reporter, model: str = DEFAULT_MODEL
         embedder = load_embedder(model)
         conn = index.conn
         _prepare(conn, embedder)
-        stale, gone = _index_changes(conn)
-        sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
+        fingerprint = _index_fingerprint(conn)
+        synced = conn.execute("SELECT value FROM semantic_meta WHERE key = 'synced'").fetchone()
+        if fingerprint is None or synced is None or synced[0] != fingerprint:
+            stale, gone = _index_changes(conn)
+            sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
+            if fingerprint is not None:
+                conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('synced', ?)", (fingerprint,))
     except SemanticUnavailable as exc:
         reporter.warn(str(exc))
         return SearchRanker(index, None, "unavailable", reporter)
@@ -573,6 +579,19 @@ def for_search(index: VaultIndex, reporter: Reporter, model: str = DEFAULT_MODEL
 
 #: A note's stamp from today's index: anything that makes the index read the note again changes it.
 _STAMP = "n.mtime_ns || ':' || n.size || ':' || coalesce(n.digest, '')"
+
+
+def _index_fingerprint(conn: sqlite3.Connection) -> str | None:
+    """A digest that changes whenever today's index changes a note: the (mtime, size) snapshot of every note
+    its last full refresh stored, and the content digests of the notes too recent to trust their mtime.
+    None when there is no snapshot (a partial refresh left changes pending)."""
+    from ..digest import sha1_hex
+
+    row = conn.execute("SELECT value FROM meta WHERE key LIKE 'snapshot-marshal-%'").fetchone()
+    if row is None or not isinstance(row[0], bytes):
+        return None
+    racy = conn.execute("SELECT id, digest FROM notes WHERE digest IS NOT NULL ORDER BY id").fetchall()
+    return sha1_hex(row[0] + repr(racy).encode("utf-8"))
 
 
 def _index_changes(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], list[str]]:
