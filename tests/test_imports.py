@@ -49,7 +49,7 @@ AMEM_BASE = frozenset(
 NOTES = frozenset(
     {"yaml", "cython_runtime", "sqlite3", "array", "base64", "binascii", "bisect", "struct", "unicodedata", "heapq"}
     # the index's schema fingerprint and the lock that lets one process refresh at a time
-    | {"hashlib", "fcntl"}
+    | {"fcntl"}
 )
 NOTES_AMEM = frozenset(
     {"amem.vault", "amem.vault.index", "amem.vault.links", "amem.vault.notes", "amem.vault.paths", "amem.timefmt"}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from amem.vault.links import Link, LinkResolver, extract_links, link_spans, resolution_keys
 
@@ -184,3 +186,16 @@ def test_link_spans_locate_each_target_as_written() -> None:
         "[[e#h]]",
     ]
     assert [s.link for s in spans] == extract_links(body)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["[[a]]", "![[b|c]]", "[[d#h]]", "[[x\\y]]", "[[", "]]", "text", " ", "\n", "\r\n", "\n\n"]),
+        max_size=30,
+    ).map("".join)
+)
+def test_a_body_without_code_finds_the_same_links_either_way(body: str) -> None:
+    """The shortcut for bodies with no code finds what the paragraph-by-paragraph reading finds."""
+    from amem.vault.links import _spans_by_paragraph, _spans_in_prose
+
+    assert _spans_in_prose(body) == _spans_by_paragraph(body)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from amem.vault.notes import note_title, parse_note, render_note, version_of
@@ -97,3 +97,40 @@ def test_frontmatter_round_trip(frontmatter: dict[str, object], body: str) -> No
     note = parse_note(render_note(frontmatter, body))
     assert note.frontmatter == frontmatter
     assert note.body == (body if frontmatter else body.removeprefix("\ufeff"))
+
+
+_PLAIN = st.from_regex(r"[A-Za-zé][A-Za-z0-9 ._/()-]{0,10}", fullmatch=True)
+_SCALARS = st.one_of(
+    _PLAIN,
+    _PLAIN,
+    _PLAIN,
+    st.sampled_from(["yes", "No", "null", "~", "true", "off", "nan", ".inf", "010", "0x1f", "1e3", "-5", "12"]),
+    st.sampled_from(["2025-03-04", "2025-02-30", "2026-11-29T20:15:03+08:00", "2026-11-29T20:15:03Z"]),
+    st.sampled_from(["2026-11-29 20:15:03", "2026-11-29T20:15:03.5-05:00", "2026-13-01T00:00:00"]),
+    st.sampled_from(["a: b", "x # c", "C#", "R&D", "'q'", '"q"', "*a", "&a", "!tag", "@x", "%x", "a,b", "[a", "{a}"]),
+    st.text(alphabet="abcXYZ é-_./()+!?:#,[] 0123456789", max_size=12),
+)
+_VALUES = st.one_of(_SCALARS, st.lists(_SCALARS, max_size=4).map(lambda items: "[" + ", ".join(items) + "]"))
+_LINES = st.tuples(st.sampled_from(["title", "tags", "created", "a", "b-c", "_x", "1", "k k"]), _VALUES).map(
+    lambda kv: f"{kv[0]}: {kv[1]}".rstrip()
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(_LINES, max_size=5))
+def test_frontmatter_read_without_yaml_is_what_yaml_reads(lines: list[str]) -> None:
+    """The subset read without YAML gives exactly what YAML gives, or defers to YAML."""
+    import yaml
+
+    from amem.vault.notes import _jsonable, _load_yaml
+    from amem.vault.simple_yaml import simple_frontmatter
+
+    block = "".join(line + "\n" for line in lines)
+    fast = simple_frontmatter(block)
+    if fast is None:
+        return
+    try:
+        slow = _load_yaml(block)
+    except yaml.YAMLError:
+        raise AssertionError(f"read without YAML, but YAML refuses it: {block!r}") from None
+    assert fast == _jsonable(slow or {}), block

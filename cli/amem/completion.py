@@ -9,8 +9,6 @@ ones whose templates and formats amem owns, and only Click's public `get_complet
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import shlex
 from bisect import bisect_left
@@ -44,12 +42,11 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
     Never raises and never prints: whatever goes wrong (a bad config, an unreadable vault, a locked
     index), the user gets no candidates rather than noise in the middle of their command line."""
     try:
-        # The index reports skipped notes with warnings on stderr; during a TAB they would land in the
-        # user's command line, so they are swallowed here.
-        with contextlib.redirect_stderr(io.StringIO()):
-            config = _config_for(ctx)
-            ids = vault_note_ids(config)
-            return [CompletionItem(value) for value in id_candidates(ids, incomplete, config.extensions)]
+        # The library reports through a Reporter and never prints: the index made here has the silent
+        # one, and the config's warnings stay in config.warnings, so nothing lands in the command line.
+        config = _config_for(ctx)
+        ids = vault_note_ids(config)
+        return [CompletionItem(value) for value in id_candidates(ids, incomplete, config.extensions)]
     except Exception:
         return []
 

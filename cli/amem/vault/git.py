@@ -557,29 +557,13 @@ def commit_paths(repo: Repository, changes: Sequence[PathChange], message: str) 
 
 
 def commit_note(config: Config, note_path: Path, message: str, *, content: bytes | None = None) -> CommitOutcome:
-    """Commit one note in the repository holding it, initialising one at the vault root when there is none.
+    """Commit one note in the repository holding the vault, initialising one at the vault root when
+    there is none.
 
     `content` is what amem just wrote, so that the commit holds exactly that even if another writer has
     changed the file since; without it the file is read, and a missing file commits its removal.
     """
-    repo = find_repository(Path(note_path).parent)
-    initialised = False
-    if repo is None:
-        repo = init_repository(config.vault_root)
-        initialised = True
-    rel = repo.relpath(note_path)
-    if content is None:
-        try:
-            content = Path(note_path).read_bytes()
-        except FileNotFoundError:
-            content = None
-        except OSError as exc:
-            raise GitError(f"cannot read the note to commit it: {exc.strerror}") from None
-    outcome = commit_file(repo, rel, content, message, mode=_file_mode(Path(note_path)))
-    outcome.initialised = initialised
-    if initialised:
-        outcome.warnings.insert(0, "the vault was in no git repository; initialised one at the vault root")
-    return outcome
+    return commit_notes(config, [(note_path, content)], message)
 
 
 def commit_notes(config: Config, notes: Sequence[tuple[Path, bytes | None]], message: str) -> CommitOutcome:
@@ -599,7 +583,7 @@ def commit_notes(config: Config, notes: Sequence[tuple[Path, bytes | None]], mes
             except FileNotFoundError:
                 content = None
             except OSError as exc:
-                raise GitError(f"cannot read a note to commit it: {exc.strerror}") from None
+                raise GitError(f"cannot read the note to commit it: {exc.strerror}") from None
         changes.append(PathChange(repo.relpath(note_path), content, _file_mode(Path(note_path))))
     outcome = commit_paths(repo, changes, message)
     outcome.initialised = initialised

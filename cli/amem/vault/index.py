@@ -13,7 +13,6 @@ The index is a cache: any damage (a corrupt file, a missing table, another layou
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import marshal
 import os
@@ -21,7 +20,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ..atomicfile import TEMP_SUFFIX
 from ..digest import sha1_hex
@@ -687,6 +686,39 @@ class VaultIndex:
         self.conn.execute("INSERT OR REPLACE INTO seen (id, version) VALUES (?, ?)", (note_id, version))
 
 
+class _NoteRow(NamedTuple):
+    """A row of the notes table, in the order of its columns after rowid."""
+
+    id: str
+    folder: str
+    key: str
+    name_key: str
+    rkey: str
+    mtime_ns: int
+    size: int
+    digest: str | None
+    problem: str | None
+    title: str
+    title_key: str
+    tags: str
+    created: str | None
+    frontmatter: str
+    body_at: int
+    search: int
+
+
+#: `id=?, folder=?, …` for an UPDATE of every column of a _NoteRow.
+_ROW_ASSIGNMENTS = ", ".join(f"{name}=?" for name in _NoteRow._fields)
+
+
+class _ReadNote(NamedTuple):
+    """A note as a refresh read it: its row, its tags and its link targets (none when unreadable)."""
+
+    row: _NoteRow
+    tags: list[str]
+    targets: list[str]
+
+
 class _Batch:
     """Applies one refresh's changes inside the transactions `_apply` opens, in two passes.
 
@@ -740,35 +772,11 @@ class _Batch:
         self._mark_backlinks(dirty)
 
     def write(self, batch: list[str]) -> None:
-        from . import fts
-        from .notes import note_title, parse_note  # here, so that a refresh that changes nothing loads no YAML
-        from .simple_yaml import simple_frontmatter, split_frontmatter
-        from .tags import note_tags
-        from .tokenize import title_key
-
+        """Index the notes of `batch` (new or changed): their rows, tags and links, in one go."""
         if not batch:
             return
         conn = self.conn
-        known: dict[str, tuple[int, bool]] = {
-            note_id: (rowid, bool(searchable))
-            for note_id, rowid, searchable in select_in(
-                conn, "SELECT id, rowid, problem IS NULL AND search != 1 FROM notes WHERE id IN ({})", batch
-            )
-        }
-        old_rowids = [rowid for rowid, _ in known.values()]
-        readable_before = {
-            r[0] for r in select_in(conn, "SELECT rowid FROM notes WHERE rowid IN ({}) AND problem IS NULL", old_rowids)
-        }
-        # A note's outgoing links change the backlinks of the notes it stops or starts linking to only.
-        old_targets: dict[int, set[str]] = {}
-        for src, resolved in select_in(conn, "SELECT src, resolved FROM links WHERE src IN ({})", old_rowids):
-            if resolved:
-                old_targets.setdefault(src, set()).add(resolved)
-        run_in(conn, "DELETE FROM links WHERE src IN ({})", old_rowids)
-        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", old_rowids)
-        fts.delete(conn, [rowid for rowid, searchable in known.values() if searchable])
-        dirty: set[str] = set()
-
+        known, readable_before, old_targets = self._forget(batch)
         keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
         added: list[str] = []
         new_rows: list[tuple[Any, ...]] = []
@@ -776,115 +784,144 @@ class _Batch:
         tag_rows: list[tuple[int, str]] = []
         link_rows: list[tuple[int, int, str]] = []
         for note_id in batch:
-            path = os.path.join(self.root, note_id)
-            mtime_ns, size = self.scan.files[note_id]
-            try:
-                if os.path.islink(path) and not may_read(path, self.real_root):
-                    raise PermissionError(13, "it leads outside the vault")
-                with open(path, "rb") as handle:
-                    data = handle.read()
-                    st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
-                mtime_ns, size = st.st_mtime_ns, st.st_size
-                text = data.decode("utf-8")
-                problem = None
-            except OSError as exc:
-                data, text, problem = b"", "", f"cannot read it ({exc.strerror})"
-            except UnicodeDecodeError:
-                text, problem = "", "it is not UTF-8 text"
-            digest = sha1_hex(data) if mtime_ns >= self.racy_before else None
-            tags: list[str] = []
-            created = None
-            body_at = 0
-            if problem is None:
-                block, body = split_frontmatter(text)
-                fields = {} if block is None else simple_frontmatter(block)
-                if fields is None:  # beyond the simple subset: YAML decides
-                    note = parse_note(text, note_id)
-                    fields, body = note.frontmatter, note.body
-                title = note_title(fields, body, note_id)
-                frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
-                tags = note_tags(fields, body)
-                value = fields.get("created")
-                created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
-                body_at = len(data) - len(body.encode("utf-8"))
-            else:
-                title, frontmatter = "", "{}"
-            cut = note_id.rfind("/") + 1
-            key = link_key(note_id)
-            values = (
-                note_id,
-                note_id[:cut],
-                key,
-                link_key(note_id[cut:]),
-                key[::-1],
-                mtime_ns,
-                size,
-                digest,
-                problem,
-                title,
-                title_key(title),
-                json.dumps(tags, ensure_ascii=False),
-                created,
-                frontmatter,
-                body_at,
-                0 if problem else 1,
-            )
-            self.scan.files[note_id] = (mtime_ns, size)  # what is stored, for the snapshot
+            note = self._read(note_id)
+            self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
+            readable = note.row.problem is None
             old = known.get(note_id)
             if old is None:
                 self.stats.added += 1
                 rowid = next_rowid
                 next_rowid += 1
-                new_rows.append((rowid, *values))
-                if problem is None:
+                new_rows.append((rowid, *note.row))
+                if readable:
                     keys |= resolution_keys(note_id, self.config.extensions)
                     added.append(note_id)
             else:
                 self.stats.changed += 1
-                rowid = old[0]
-                if (rowid in readable_before) != (problem is None):  # a link target or not now
+                rowid = old
+                if (rowid in readable_before) != readable:  # a link target or not now
                     keys |= resolution_keys(note_id, self.config.extensions)
                     self._memory = None
-                conn.execute(
-                    "UPDATE notes SET id=?, folder=?, key=?, name_key=?, rkey=?, mtime_ns=?, size=?, digest=?, "
-                    "problem=?, title=?, title_key=?, tags=?, created=?, frontmatter=?, body_at=?, search=? "
-                    "WHERE rowid=?",
-                    (*values, rowid),
-                )
-            if problem is None:
-                tag_rows += [(rowid, tag) for tag in tags]
-                link_rows += [
-                    (rowid, seq, target)
-                    for seq, target in enumerate(normalise_target(link.target) for link in extract_links(body))
-                    if target
-                ]
+                conn.execute(f"UPDATE notes SET {_ROW_ASSIGNMENTS} WHERE rowid=?", (*note.row, rowid))
+            tag_rows += [(rowid, tag) for tag in note.tags]
+            link_rows += [(rowid, seq, target) for seq, target in enumerate(note.targets)]
         conn.executemany(
-            "INSERT INTO notes (rowid, id, folder, key, name_key, rkey, mtime_ns, size, digest, problem, title, "
-            "title_key, tags, created, frontmatter, body_at, search) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO notes (rowid, {', '.join(_NoteRow._fields)}) VALUES (?{', ?' * len(_NoteRow._fields)})",
             new_rows,
         )
         conn.executemany("INSERT INTO note_tags (note, tag) VALUES (?, ?)", tag_rows)
         if self._memory is not None:
             for note_id in added:
                 self._memory.add(note_id)
-        if link_rows or keys:
-            dirty |= self._reresolve(keys)
-            resolver = self.resolver()
-            resolved = [
-                (src, seq, target, link_key(target), resolver.resolve(target)) for src, seq, target in link_rows
-            ]
-            conn.executemany("INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)", resolved)
-            new_targets: dict[int, set[str]] = {}
-            for src, _, _, _, target in resolved:
-                if target:
-                    new_targets.setdefault(src, set()).add(target)
-            for src in old_targets.keys() | new_targets.keys():
-                dirty |= old_targets.get(src, set()) ^ new_targets.get(src, set())
-        else:
-            for targets in old_targets.values():
-                dirty |= targets
-        self._mark_backlinks(dirty)
+        self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
+
+    def _forget(self, batch: list[str]) -> tuple[dict[str, int], set[int], dict[int, set[str]]]:
+        """Drop what the index holds of the batch's known notes (links, tags, search rows); returns their
+        rowids by id, the rowids that were readable, and the notes each one linked to."""
+        from . import fts
+
+        conn = self.conn
+        known: dict[str, int] = {}
+        readable: set[int] = set()
+        searchable: list[int] = []
+        query = "SELECT id, rowid, problem IS NULL, search != 1 FROM notes WHERE id IN ({})"
+        for note_id, rowid, is_readable, has_search_row in select_in(conn, query, batch):
+            known[note_id] = rowid
+            if is_readable:
+                readable.add(rowid)
+                if has_search_row:
+                    searchable.append(rowid)
+        rowids = list(known.values())
+        # A note's outgoing links change the backlinks of the notes it stops or starts linking to only.
+        old_targets: dict[int, set[str]] = {}
+        for src, resolved in select_in(conn, "SELECT src, resolved FROM links WHERE src IN ({})", rowids):
+            if resolved:
+                old_targets.setdefault(src, set()).add(resolved)
+        run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
+        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
+        fts.delete(conn, searchable)
+        return known, readable, old_targets
+
+    def _read(self, note_id: str) -> _ReadNote:
+        """One note as the index keeps it: read (if amem may read it), parsed, its row made."""
+        from .notes import note_title, parse_note  # here, so that a refresh that changes nothing loads no YAML
+        from .simple_yaml import simple_frontmatter, split_frontmatter
+        from .tags import note_tags
+        from .tokenize import title_key
+
+        path = os.path.join(self.root, note_id)
+        mtime_ns, size = self.scan.files[note_id]
+        data = b""
+        text = ""
+        problem: str | None = None
+        try:
+            if os.path.islink(path) and not may_read(path, self.real_root):
+                raise PermissionError(13, "it leads outside the vault")
+            with open(path, "rb") as handle:
+                data = handle.read()
+                st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
+            mtime_ns, size = st.st_mtime_ns, st.st_size
+            text = data.decode("utf-8")
+        except OSError as exc:
+            data, problem = b"", f"cannot read it ({exc.strerror})"
+        except UnicodeDecodeError:
+            text, problem = "", "it is not UTF-8 text"
+        title, frontmatter, created, body_at = "", "{}", None, 0
+        tags: list[str] = []
+        targets: list[str] = []
+        if problem is None:
+            block, body = split_frontmatter(text)
+            fields = {} if block is None else simple_frontmatter(block)
+            if fields is None:  # beyond the simple subset: YAML decides
+                parsed = parse_note(text, note_id)
+                fields, body = parsed.frontmatter, parsed.body
+            title = note_title(fields, body, note_id)
+            frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
+            tags = note_tags(fields, body)
+            value = fields.get("created")
+            created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+            body_at = len(data) - len(body.encode("utf-8"))
+            targets = [t for t in (normalise_target(link.target) for link in extract_links(body)) if t]
+        cut = note_id.rfind("/") + 1
+        key = link_key(note_id)
+        row = _NoteRow(
+            id=note_id,
+            folder=note_id[:cut],
+            key=key,
+            name_key=link_key(note_id[cut:]),
+            rkey=key[::-1],
+            mtime_ns=mtime_ns,
+            size=size,
+            digest=sha1_hex(data) if mtime_ns >= self.racy_before else None,
+            problem=problem,
+            title=title,
+            title_key=title_key(title),
+            tags=json.dumps(tags, ensure_ascii=False),
+            created=created,
+            frontmatter=frontmatter,
+            body_at=body_at,
+            search=0 if problem else 1,
+        )
+        return _ReadNote(row, tags, targets)
+
+    def _store_links(
+        self, link_rows: list[tuple[int, int, str]], keys: set[str], old_targets: dict[int, set[str]]
+    ) -> set[str]:
+        """Resolve and store the batch's links, and resolve again those elsewhere that `keys` may change;
+        returns the ids whose backlinks changed."""
+        if not link_rows and not keys:
+            return {target for targets in old_targets.values() for target in targets}
+        dirty = self._reresolve(keys)
+        resolver = self.resolver()
+        resolved = [(src, seq, target, link_key(target), resolver.resolve(target)) for src, seq, target in link_rows]
+        self.conn.executemany("INSERT INTO links (src, seq, target, tkey, resolved) VALUES (?, ?, ?, ?, ?)", resolved)
+        new_targets: dict[int, set[str]] = {}
+        for src, _, _, _, target in resolved:
+            if target:
+                new_targets.setdefault(src, set()).add(target)
+        for src in old_targets.keys() | new_targets.keys():
+            dirty |= old_targets.get(src, set()) ^ new_targets.get(src, set())
+        return dirty
 
     def _reresolve(self, keys: set[str]) -> set[str]:
         """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved."""
@@ -974,7 +1011,7 @@ _FEATURE_TABLES = ("semantic_", "sqlite_autoindex_semantic_")
 
 def _fingerprint(master: list[tuple[Any, ...]]) -> str:
     layout = [row for row in master if not str(row[1]).startswith(_FEATURE_TABLES)]
-    return hashlib.sha1(repr(layout).encode("utf-8")).hexdigest()
+    return sha1_hex(repr(layout).encode("utf-8"))
 
 
 #: SQLite result codes that say the file system refused or another process holds a lock: the index

@@ -150,6 +150,32 @@ def link_spans(body: str) -> list[LinkSpan]:
     inline code."""
     if "[[" not in body:
         return []
+    if "`" not in body and "~~~" not in body:
+        # No code of either kind (a fence needs ``` or ~~~): every line is prose.
+        return _spans_in_prose(body)
+    return _spans_by_paragraph(body)
+
+
+def _spans_in_prose(body: str) -> list[LinkSpan]:
+    """link_spans of a body that holds no code: links are found in the body itself, at their offsets."""
+    spans: list[LinkSpan] = []
+    for match in _LINK.finditer(body):
+        inner = match.group(2)
+        first, last = _target_bounds(inner)
+        spans.append(
+            LinkSpan(
+                parse_link(inner, bool(match.group(1))),
+                match.start(),
+                match.end(),
+                match.start(2) + first,
+                match.start(2) + last,
+            )
+        )
+    return spans
+
+
+def _spans_by_paragraph(body: str) -> list[LinkSpan]:
+    """link_spans paragraph by paragraph, with fenced code left out and inline code blanked."""
     spans: list[LinkSpan] = []
     for paragraph in _paragraphs(body):
         text = "\n".join(line for _, line in paragraph)

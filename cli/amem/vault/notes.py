@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import yaml
-
 from ..digest import sha1_hex
 
-if TYPE_CHECKING:  # the C classes, when PyYAML has them, behave as these
-    _Loader = yaml.SafeLoader
-    _Dumper = yaml.SafeDumper
-else:
-    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+if TYPE_CHECKING:
+    import yaml
 
 
-class _NoteLoader(_Loader):
-    """Safe YAML whose timestamps stay ISO-8601 strings, so frontmatter is plain JSON data."""
+@functools.cache
+def _yaml() -> tuple[type[yaml.SafeLoader], type[yaml.SafeDumper]]:
+    """PyYAML's safe loader (timestamps kept as ISO-8601 text) and dumper, C classes when PyYAML has
+    them. Imported on first need: most frontmatter is read without it (see simple_yaml), and a
+    command that reads such notes never pays for the import."""
+    import yaml
+
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class NoteLoader(loader):  # type: ignore[valid-type,misc]
+        """Safe YAML whose timestamps stay ISO-8601 strings, so frontmatter is plain JSON data."""
+
+    NoteLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+    return NoteLoader, dumper
 
 
 def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     """The timestamp as written, in ISO-8601 form, keeping its own offset (PyYAML would move it to UTC)."""
+    import yaml
+
     text = str(node.value).strip()
     try:
         if len(text) <= 10:
@@ -34,8 +44,6 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
         value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)
         return value.isoformat() if isinstance(value, date | datetime) else text
 
-
-_NoteLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 _FENCE = re.compile(r"^---[ \t]*$")
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
@@ -137,7 +145,7 @@ def _check_expansion(root: Any, budget: int) -> None:
 
 def _load_yaml(block: str) -> Any:
     """The block's data, or _Hostile before anything is expanded."""
-    loader = _NoteLoader(block)
+    loader = _yaml()[0](block)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -149,6 +157,13 @@ def _load_yaml(block: str) -> Any:
 
 
 def _load_block(text: str, block: str, body: str, note_id: str) -> ParsedNote:
+    from .simple_yaml import simple_frontmatter
+
+    simple = simple_frontmatter(block)
+    if simple is not None:
+        return ParsedNote(simple, body, block)  # what YAML would give, without YAML
+    import yaml
+
     where = f" in {note_id!r}" if note_id else ""
     try:
         data = _load_yaml(block)
@@ -183,8 +198,10 @@ def note_title(frontmatter: dict[str, Any], body: str, note_id: str) -> str:
 
 def dump_frontmatter(data: dict[str, Any]) -> str:
     """YAML for a frontmatter block: keys in the given order, Unicode kept, no trailing document marker."""
+    import yaml
+
     text: str = yaml.dump(
-        data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000
+        data, Dumper=_yaml()[1], sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000
     )
     return text
 

@@ -8,7 +8,7 @@ the block with YAML, so the result is always what YAML gives.
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
@@ -17,6 +17,10 @@ _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
 _PLAIN = re.compile(r"[^\W\d_][\w .\-/()+&!?@$%^=~]*\Z")
 _INTEGER = re.compile(r"(?:0|[1-9][0-9]{0,17})\Z")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+#: The timestamps amem itself writes (`2026-11-29T20:15:03+08:00`), a strict subset of YAML's.
+_DATETIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})?\Z"
+)
 #: Plain words that YAML 1.1 (PyYAML) reads as booleans, nulls or special floats.
 _SPECIAL = frozenset(
     "y n yes no on off true false null nan inf".split()  # noqa: SIM905
@@ -32,6 +36,11 @@ def _scalar(text: str) -> Any:
     if _DATE.match(text):
         try:
             return date.fromisoformat(text).isoformat()
+        except ValueError:
+            return _NO
+    if _DATETIME.match(text):
+        try:  # as the note parser keeps a YAML timestamp: ISO-8601 text with its own offset
+            return datetime.fromisoformat(text).isoformat()
         except ValueError:
             return _NO
     if _PLAIN.match(text) and text.casefold().strip(".") not in _SPECIAL and ": " not in text:
