@@ -68,6 +68,7 @@ class Config(NamedTuple):
     bundle_name: str
     bundle_version: str
     git_auto_commit: bool
+    semantic: bool
     watch: WatchSettings
     profile: str | None
     warnings: tuple[str, ...]
@@ -318,6 +319,7 @@ KEYS: tuple[_Key, ...] = (
     _Key("bundleName", "bundle_name", _Validator.string, ""),
     _Key("bundleVersion", "bundle_version", _Validator.string, ""),
     _Key("git.autoCommit", "git_auto_commit", _Validator.boolean, False),
+    _Key("semantic", "semantic", _Validator.boolean, False, flag="--semantic"),
     _Key("watch.dirs", "dirs", _folders, (), flag="DIR"),
     _Key("watch.ignore", "ignore", lambda c, k, v: c.regexes(k, c.strings(k, v)), (), flag="--ignore", adds=True),
     _Key("watch.allowBinary", "allow_binary", _Validator.boolean, False, flag="--allow-binary"),

@@ -294,9 +294,8 @@ def semantic_factory(model: str, mode: str) -> Factory:
 
 def keyword_deep(config: Any, query: str) -> list[str]:
     """amem's keyword ranking as deep as fusion takes it."""
-    from amem.vault.semantic import FUSION_DEPTH
-
     from amem.vault.search import search
+    from amem.vault.semantic import FUSION_DEPTH
 
     return [hit["id"] for hit in search(config, query, limit=FUSION_DEPTH, semantic=False)["hits"]]
 

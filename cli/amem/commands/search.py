@@ -13,8 +13,8 @@ from . import Command
     "search",
     cls=Command,
     epilog="""
-    amem search "auth token"
-    amem search auth token --limit 5 --folder notes/ | jq -r '.hits[].id'
+    amem search "auth token" --folder notes/
+    amem search --semantic "how long do tokens stay valid" --limit 5 | jq -r '.hits[].id'
     amem search --exact-title "Auth tokens" --tag auth
     """,
 )
@@ -37,6 +37,12 @@ from . import Command
     "nested tags count: project matches project/amem). Repeat: every tag must hold.",
 )
 @click.option("--folder", metavar="PREFIX", help="Only notes under this folder (notes or notes/).")
+@click.option(
+    "--semantic/--no-semantic",
+    default=None,
+    help="Fuse the keyword ranking with the offline semantic ranking (needs the semantic extra); "
+    "default: the config's semantic.",
+)
 @pass_app
 def command(
     app: AppContext,
@@ -45,10 +51,12 @@ def command(
     exact_title: str | None,
     tags: tuple[str, ...],
     folder: str | None,
+    semantic: bool | None,
 ) -> None:
     """Search the vault for QUERY: words are OR-matched, prefixes match longer words, inflections meet
     (files, file), stop words are ignored beside other words, and Chinese, Japanese and Korean need no
-    spaces; hits are ranked by BM25 with title, phrase and link boosts. Filters count before `total`.
+    spaces; hits are ranked by BM25 with title, phrase and link boosts, fused with an offline semantic
+    ranking when --semantic (or the config's semantic) asks for it. Filters count before `total`.
 
     Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic}.
     """
@@ -58,6 +66,5 @@ def command(
     text = " ".join(query) if query else None
     if text is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
-    emit(
-        search(app.config, text, limit=limit, exact_title=exact_title, tags=tags, folder=folder, reporter=app.reporter)
-    )
+    config = app.configure({"semantic": semantic})
+    emit(search(config, text, limit=limit, exact_title=exact_title, tags=tags, folder=folder, reporter=app.reporter))

@@ -1035,8 +1035,14 @@ class _Batch:
         return found
 
 
+#: Tables an optional feature keeps in the index database (semantic search's vectors, which it creates on
+#: first use): not part of the layout, so they never make the index look foreign; a rebuild drops them too.
+_FEATURE_TABLES = ("semantic_", "sqlite_autoindex_semantic_")
+
+
 def _fingerprint(master: list[tuple[Any, ...]]) -> str:
-    return sha1_hex(repr(master).encode("utf-8"))
+    layout = [row for row in master if not str(row[1]).startswith(_FEATURE_TABLES)]
+    return sha1_hex(repr(layout).encode("utf-8"))
 
 
 #: SQLite result codes that say the file system refused or another process holds a lock: the index

@@ -20,6 +20,7 @@ from .tokenize import Query, fold, title_key
 if TYPE_CHECKING:
     from ..config import Config
     from .index import VaultIndex
+    from .semantic import SearchRanker
 
 SNIPPET_CHARS = 160
 SNIPPET_BEFORE = 50
@@ -64,12 +65,15 @@ def search(
     exact_title: str | None = None,
     tags: Sequence[str] = (),
     folder: str | None = None,
+    semantic: bool | None = None,
     reporter: Reporter | None = None,
 ) -> dict[str, Any]:
     """Bring the index up to date and answer one search: {hits, total, truncated, fused, semantic}.
 
     With `exact_title`, every note whose folded title equals it, by id, unranked; `query` then only
-    steers the snippets. Notes that could not be indexed are reported to `reporter`, once each."""
+    steers the snippets. `semantic` (default: the config's `semantic`) fuses the keyword ranking with the
+    semantic one; `exact_title` never does. Notes that could not be indexed are reported to `reporter`,
+    once each."""
     from ..errors import UsageError
     from .index import VaultIndex
 
@@ -81,20 +85,28 @@ def search(
     reporter = reporter or Reporter()
     index = VaultIndex(config, reporter)
     where = note_filter(tags, folder)
+    fuse = (config.semantic if semantic is None else semantic) and exact_title is None and query is not None
     try:
         # Damage the refresh does not touch (it reads only the notes table when nothing changed) shows
         # while ranking: the whole search is repaired and run again, not just the refresh.
-        return index.repairing(lambda: _search(index, query, limit, exact_title, where, reporter))
+        return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter))
     finally:
         index.close()
 
 
 def _search(
-    index: VaultIndex, query: str | None, limit: int, exact_title: str | None, where: Filter, reporter: Reporter
+    index: VaultIndex,
+    query: str | None,
+    limit: int,
+    exact_title: str | None,
+    where: Filter,
+    fuse: bool,
+    reporter: Reporter,
 ) -> dict[str, Any]:
     stats = index.refresh()
     for message in stats.warnings:
         reporter.warn(message)
+    semantic = _semantic_ranker(index, reporter) if fuse else None
     conn = index.conn
     parsed = Query(query or "")
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
@@ -109,12 +121,23 @@ def _search(
             total = len(rows)
         else:
             ranker = Ranker(conn, parsed, where)
-            ranked = list(ranker.rank(limit))
+            ranked = list(ranker.rank(max(limit, semantic.depth) if semantic and semantic.fused else limit))
             total = ranker.total()
+            if semantic is not None:
+                ranked, total = semantic.fuse(query or "", ranked, total, where)
+            ranked = ranked[:limit]
         hits = [_hit(index, doc, score, parsed) for doc, score in ranked]
     finally:
         conn.execute("COMMIT")
-    return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": False, "semantic": "unavailable"}
+    fused, status = (semantic.fused, semantic.status) if semantic else (False, "unavailable")
+    return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": fused, "semantic": status}
+
+
+def _semantic_ranker(index: VaultIndex, reporter: Reporter) -> SearchRanker:
+    """The semantic ranker, imported only by a search that asks for it."""
+    from .semantic import for_search
+
+    return for_search(index, reporter)
 
 
 def _hit(index: VaultIndex, doc: int, score: float | None, query: Query) -> dict[str, Any]:

