@@ -20,6 +20,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent
 
+from amem.vault import semantic
 from tests.conftest import write_file
 from tests.gitrepo import commit_all, init_repo, set_identity
 from tests.installed import amem_bin
@@ -417,3 +418,22 @@ def test_sigterm_stops_the_server_and_its_keeper_while_the_client_holds_stdin(is
             server.kill()
             server.wait()
     assert not (vault / ".amem-sync").exists()
+
+
+@pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
+def test_semantic_search_through_the_server_is_fused_as_the_command_is(isolated_env: Path, vault: Path) -> None:
+    config_home = Path(os.environ["XDG_CONFIG_HOME"]) / "amem"
+    write_file(config_home / "config.yaml", "semantic: true\n")
+    write_file(vault / "tokens.md", "# Token lifetime\nAccess tokens expire after one day; refresh them early.\n")
+    write_file(vault / "deploy.md", "# Deploying\nShip the build to the staging servers first.\n")
+    results: list[dict[str, Any]] = []
+
+    async def test(client: Client) -> None:
+        for _ in range(2):  # the second search reads the vectors the server keeps in memory
+            results.append(await client.ok("wiki_search", query="how long do tokens live"))
+
+    serve(isolated_env, test)
+    assert results[0]["fused"] is True and results[0]["semantic"] == "ok"
+    assert results[0]["hits"][0]["id"] == "tokens.md"
+    assert results[1] == results[0]
+    assert results[0] == json.loads(cli(isolated_env, "search", "how", "long", "do", "tokens", "live").stdout)

@@ -465,6 +465,10 @@ def serve(config: Config) -> None:
 
     keeper = _VaultKeeper(config)
     terminated = False
+    if config.semantic:
+        from .vault import semantic
+
+        semantic.KEEP_VECTORS = True  # a long-lived process: the vectors stay in memory between searches
 
     def on_sigterm(signum: int, frame: object) -> None:
         nonlocal terminated
