@@ -41,7 +41,7 @@ def note(title: str, body: str, extra: str = "") -> str:
 # by the same functions the index uses; the tokenizer has tests of its own.
 
 K1, B = 1.2, 0.75
-WEIGHTS = (3.0, 4.0, 1.0, 1.0)  # head, headings, links, body
+WEIGHTS = (5.0, 4.0, 1.0, 1.0)  # head, headings, links, body
 
 
 def occurrences(terms: list[str], prefix: bool, tokens: list[str]) -> int:

@@ -4,7 +4,7 @@ refresh in the same transactions as the notes, so the search engine always descr
 Each row has four fields, all stored as the terms `tokenize.terms_of` gives (space-separated, so FTS5's
 `ascii` tokenizer sees exactly those terms and their positions):
 
-- `head`: the id without its extension and the title (ranked ×3),
+- `head`: the id without its extension and the title (ranked ×5),
 - `headings`: the note's Markdown headings,
 - `links`: the ids of the notes that link to this one (rewritten when those links change),
 - `body`: the whole body.
