@@ -182,3 +182,22 @@ def test_a_damaged_lock_folder_is_rebuilt_not_a_repeated_failure(amem: Any, vaul
         result = amem(*args)
         assert result.exit_code == 0, (args, result.stderr)
     assert "five" in (vault / "n.md").read_text()
+
+
+def test_a_note_that_becomes_readable_again_is_found_with_its_mtime_unchanged(vault: Path, env: dict[str, str]) -> None:
+    """chmod 000 then 644 changes no mtime: the index must not remember the problem after its cause is gone."""
+    note = write_file(vault / "locked.md", "# Locked\nfindme\n")
+    write_file(vault / "other.md", "other\n")
+    stamp = os.stat(note)
+    note.chmod(0o000)
+    try:
+        hidden = subprocess.run(unprivileged(["amem", "search", "findme"]), env=env, capture_output=True, text=True)
+    finally:
+        note.chmod(0o644)
+    os.utime(note, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert hidden.returncode == 0, hidden.stderr
+    assert json.loads(hidden.stdout)["total"] == 0
+    assert "cannot read it" in hidden.stderr and str(vault) not in hidden.stderr
+    found = subprocess.run(unprivileged(["amem", "search", "findme"]), env=env, capture_output=True, text=True)
+    assert found.returncode == 0 and found.stderr == "", found.stderr
+    assert [hit["id"] for hit in json.loads(found.stdout)["hits"]] == ["locked.md"]
