@@ -195,3 +195,37 @@ def test_a_cache_path_too_long_for_a_socket_means_no_socket(
         started.stop(signal.SIGKILL)
     assert numpy and warnings == "" and result["semantic"] == "ok"
     assert "auth.md" in [hit["id"] for hit in result["hits"]]
+
+
+def ask(path: Path, line: bytes) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(30)
+        client.connect(str(path))
+        client.sendall(line)
+        data = b""
+        while not data.endswith(b"\n"):
+            piece = client.recv(65536)
+            assert piece, "the keeper closed the connection without an answer"
+            data += piece
+    answer: dict[str, Any] = json.loads(data)
+    return answer
+
+
+def test_a_bad_request_gets_an_error_and_the_keeper_goes_on_ranking(
+    semantic_vault: Path, keeper: KeeperProcess
+) -> None:
+    path = load_config().cache_dir / SOCKET_FILE
+    good = {"v": 1, "query": "credentials", "depth": 3, "among": None}
+    for bad in (
+        b"not json\n",
+        b"[1, 2]\n",
+        json.dumps({**good, "v": 99}).encode() + b"\n",
+        json.dumps({**good, "depth": 0}).encode() + b"\n",
+        json.dumps({**good, "among": [1]}).encode() + b"\n",
+    ):
+        assert ask(path, bad) == {"error": "bad request"}
+    ranked = ask(path, json.dumps({**good, "among": ["coffee.md", "auth.md"]}).encode() + b"\n")["ranking"]
+    assert sorted(note_id for note_id, _ in ranked) == ["auth.md", "coffee.md"]
+    result, numpy, warnings = search(semantic_vault, *QUERIES[0])
+    assert not numpy and warnings == "" and result["semantic"] == "ok"
+    assert keeper.proc.poll() is None
