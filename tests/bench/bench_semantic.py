@@ -10,7 +10,10 @@ For each vault size:
   fused (vectors streamed from the index, and kept in memory as `semantic.KEEP_VECTORS` lets a long-lived
   process do) against keyword-only, interleaved, medians and ratios;
 - whole process: warm `amem search --semantic` against `amem search`, interleaved, medians and ratio;
-- peak RSS of a warm whole-process search, fused and keyword-only.
+- peak RSS of a warm whole-process search, fused and keyword-only;
+- with an index keeper (`amem index --watch`) ranking for the searches: `amem search --semantic` without a
+  keeper, then with one (the model loaded in the keeper, not in the search), beside `amem search` and
+  `amem --version` in the same loops, medians and ratios; the answers compared for equality.
 Vaults are generated once under --work and reused; every run stops by itself.
 """
 
@@ -143,6 +146,48 @@ def whole_process(vault: Path, cache: Path, runs: int) -> None:
     print(f"  peak RSS of a warm search: keyword {rk:.1f} MiB, fused {rf:.1f} MiB")
 
 
+def with_keeper(vault: Path, cache: Path, runs: int) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(XDG_CACHE_HOME=str(cache), AMEM_VAULT=str(vault))
+    env.pop("AMEM_CONFIG", None)
+
+    def answers() -> list[bytes]:
+        return [
+            subprocess.run([AMEM, "search", "--semantic", q], capture_output=True, env=env, check=True).stdout
+            for q in QUERIES
+        ]
+
+    def block() -> tuple[float, float, float]:
+        fused, keyword, version = [], [], []
+        for _ in range(runs):
+            for query in QUERIES[:2]:
+                fused.append(timed([AMEM, "search", "--semantic", query], env))
+                keyword.append(timed([AMEM, "search", query], env))
+                version.append(timed([AMEM, "--version"], env))
+        return tuple(statistics.median(x) * 1000 for x in (fused, keyword, version))  # type: ignore[return-value]
+
+    timed([AMEM, "search", "--semantic", "settle"], env)
+    alone = answers()
+    f0, k0, v0 = block()
+    keeper = subprocess.Popen(
+        [AMEM, "index", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True
+    )
+    try:
+        assert keeper.stdout is not None
+        if not keeper.stdout.readline():
+            raise SystemExit("the keeper did not start")
+        timed([AMEM, "search", "--semantic", "settle"], env)  # the keeper loads the model
+        kept = answers()
+        f1, k1, v1 = block()
+    finally:
+        keeper.terminate()
+        keeper.wait(timeout=30)
+    print(f"  no keeper:   amem search --semantic {f0:.0f} ms, amem search {k0:.0f} ms, amem --version {v0:.0f} ms")
+    print(f"  with keeper: amem search --semantic {f1:.0f} ms, amem search {k1:.0f} ms, amem --version {v1:.0f} ms")
+    print(f"  --semantic through the keeper: {f0 / f1:.2f}× faster; {f1 / k1:.2f}× a keyword search with the keeper")
+    print(f"  same answers with and without the keeper: {alone == kept}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
@@ -150,11 +195,13 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-semantic"))
     parser.add_argument("--model", default="wordllama")
     parser.add_argument("--skip-process", action="store_true", help="only the in-process figures")
+    parser.add_argument("--keeper-only", action="store_true", help="only the figures with and without a keeper")
     args = parser.parse_args()
     if not Path(AMEM).exists():
         raise SystemExit(f"{AMEM} does not exist: pip install '.[semantic]' first")
     args.work.mkdir(parents=True, exist_ok=True)
-    model_load(args.runs, args.model)
+    if not args.keeper_only:
+        model_load(args.runs, args.model)
     for n in args.notes:
         vault = args.work / f"vault-{n}"
         if not (vault / ".complete").exists():
@@ -164,9 +211,13 @@ def main() -> None:
             (vault / ".complete").touch()
         cache = args.work / f"cache-{n}"
         print(f"\n{n} notes ({args.model}):")
+        if args.keeper_only:
+            with_keeper(vault, cache, args.runs)
+            continue
         in_process(vault, cache, args.runs, args.model)
         if not args.skip_process:
             whole_process(vault, cache, args.runs)
+            with_keeper(vault, cache, args.runs)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,13 @@ The protocol, after git's fsmonitor and watchman's sync cookies:
 - Keeper gone (lock free), of other settings, or too slow to answer: `synced()` is False and the command
   walks the vault as it always does. Nothing is an error.
 
+- The keeper also answers semantic ranking on a Unix socket in the cache folder (`keeper.sock`, mode 0600,
+  named in `keeper.json`): a search sends one JSON line `{"v", "query", "depth", "among"}` and reads one
+  back, `{"ranking": [[id, score], ...]}`. The keeper loads the model on the first such request only, keeps
+  the vectors in memory and brings them up to date before it answers, so the search fuses exactly the
+  ranking it would have computed itself. No socket, no answer within RANK_TIMEOUT, or any error: the search
+  loads the model itself.
+
 The cookie folder is a dot-folder with its own `.gitignore` (`*`), so neither the index nor git sees it.
 The keeper watches the folders the index walks (see `_IndexRules`), with the watcher's tree machinery:
 folders the index skips get no watch at all.
@@ -37,7 +44,9 @@ from ..report import Reporter
 
 if TYPE_CHECKING:
     import queue
+    import socket
     import threading
+    from collections.abc import Collection
 
     from ..config import Config
     from ..watcher.observation import WatchedRoot
@@ -51,6 +60,13 @@ COOKIE_SUFFIX = ".cookie"
 ACK_TIMEOUT = 1.0
 LOCK_FILE = "keeper.lock"
 INFO_FILE = "keeper.json"
+SOCKET_FILE = "keeper.sock"
+#: How long a search waits for the keeper's semantic ranking before it loads the model itself.
+RANK_TIMEOUT = 2.0
+#: The longest socket path bound: sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux, with the NUL.
+SOCKET_PATH_MAX = 100
+#: The ranking protocol's version: a keeper answers only requests of its own.
+PROTOCOL = 1
 
 _cookies = itertools.count()
 #: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
@@ -91,6 +107,60 @@ def synced(index: VaultIndex, timeout: float | None = None) -> bool:
     return True
 
 
+def semantic_ranking(
+    index: VaultIndex, query: str, depth: int, among: Collection[str] | None, timeout: float | None = None
+) -> list[tuple[str, float]] | None:
+    """The semantic ranking of `query` (`semantic.rank`'s answer) from a live keeper of this vault keeping
+    an index of these settings, or None (rank in this process) when there is none, it has no socket, it
+    does not answer within RANK_TIMEOUT, or anything fails. Never raises."""
+    if _applying and _thread.get_ident() in _applying:
+        return None
+    cache = index.config.cache_dir
+    if not _lock_held(cache / LOCK_FILE):
+        return None
+    try:
+        described = json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(described, dict) or described.get("settings") != index._settings():
+        return None
+    name = described.get("socket")
+    if not isinstance(name, str) or described.get("pid") == os.getpid() or "/" in name:
+        return None  # an older keeper, one without a socket, or this very process
+    import socket
+
+    request = {"v": PROTOCOL, "query": query, "depth": depth, "among": None if among is None else sorted(among)}
+    deadline = time.monotonic() + (RANK_TIMEOUT if timeout is None else timeout)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(max(deadline - time.monotonic(), 0.001))
+            client.connect(str(cache / name))
+            client.sendall(json.dumps(request).encode("utf-8") + b"\n")
+            answer = json.loads(_read_line(client, deadline))
+        ranking = answer["ranking"]
+        out = [(str(note_id), float(score)) for note_id, score in ranking]
+        if not all(isinstance(note_id, str) for note_id, _ in ranking):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return out
+
+
+def _read_line(conn: socket.socket, deadline: float, limit: int = 1 << 26) -> bytes:
+    """One newline-ended line from `conn` by `deadline`; ValueError when it is cut short or too long."""
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no answer in time")
+        conn.settimeout(remaining)
+        piece = conn.recv(1 << 16)
+        if not piece or len(data) + len(piece) > limit:
+            raise ValueError("the line was cut short")
+        data += piece
+    return bytes(data)
+
+
 def _lock_held(path: Path) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -126,6 +196,9 @@ class Keeper:
         #: a change the events cannot name (overflow, a folder moved): walk the whole vault next time
         self._dirty = False
         self.applied = 0
+        self._listener: socket.socket | None = None
+        self._server: threading.Thread | None = None
+        self._closing = False
 
     # --- life ---------------------------------------------------------------------------------------
 
@@ -168,7 +241,13 @@ class Keeper:
                         os.unlink(os.path.join(sync, name))
             from .index import VaultIndex
 
-            described = {"pid": os.getpid(), "settings": VaultIndex(self.config)._settings(), "vault": self.root}
+            described: dict[str, Any] = {
+                "pid": os.getpid(),
+                "settings": VaultIndex(self.config)._settings(),
+                "vault": self.root,
+            }
+            if self._listen():
+                described["socket"] = SOCKET_FILE
             (cache / INFO_FILE).write_text(json.dumps(described), encoding="utf-8")
         except OSError as exc:
             self.stop()
@@ -180,6 +259,9 @@ class Keeper:
 
         self._thread = threading.Thread(target=self._run, name="amem-index-keeper", daemon=True)
         self._thread.start()
+        if self._listener is not None:
+            self._server = threading.Thread(target=self._serve, name="amem-index-keeper-ranking", daemon=True)
+            self._server.start()
         return stats
 
     def stop(self) -> None:
@@ -188,6 +270,7 @@ class Keeper:
             return
         with contextlib.suppress(OSError):
             (self.config.cache_dir / INFO_FILE).unlink()
+        self._stop_serving()
         if self._thread is not None:
             self._events.put(None)
             self._thread.join(timeout=30)
@@ -204,6 +287,102 @@ class Keeper:
                     os.unlink(os.path.join(sync, name))
             os.unlink(os.path.join(sync, ".gitignore"))
             os.rmdir(sync)
+
+    # --- semantic ranking ---------------------------------------------------------------------------
+
+    def _listen(self) -> bool:
+        """Listen on the cache folder's socket (bound under another name, made 0600, then renamed into
+        place, so that it is never reachable with wider rights); False when its path is too long or it
+        cannot be bound, and searches then rank in their own processes."""
+        import socket
+
+        final = str(self.config.cache_dir / SOCKET_FILE)
+        fresh = final + ".new"
+        with contextlib.suppress(OSError):
+            os.unlink(final)  # a killed keeper's
+        if len(os.fsencode(fresh)) > SOCKET_PATH_MAX:
+            return False
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with contextlib.suppress(OSError):
+                os.unlink(fresh)
+            listener.bind(fresh)
+            os.chmod(fresh, 0o600)
+            os.rename(fresh, final)
+            listener.listen(16)
+        except OSError:
+            listener.close()
+            with contextlib.suppress(OSError):
+                os.unlink(fresh)
+            return False
+        self._listener = listener
+        return True
+
+    def _stop_serving(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is None:
+            return
+        import socket
+
+        path = str(self.config.cache_dir / SOCKET_FILE)
+        self._closing = True
+        if self._server is not None:
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
+                wake.settimeout(1.0)
+                wake.connect(path)  # accept() returns, sees _closing, and the thread ends
+            self._server.join(timeout=30)
+            self._server = None
+        listener.close()
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+    def _serve(self) -> None:
+        """Answer ranking requests one at a time until stopped: a search waiting behind another gives up
+        after RANK_TIMEOUT and ranks itself."""
+        listener = self._listener
+        while listener is not None:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                if self._closing:
+                    return
+                with contextlib.suppress(OSError, ValueError):
+                    line = _read_line(conn, time.monotonic() + RANK_TIMEOUT)
+                    conn.sendall(json.dumps(self._answer(line)).encode("utf-8") + b"\n")
+
+    def _answer(self, line: bytes) -> dict[str, Any]:
+        try:
+            request = json.loads(line)
+            query, depth, among = request["query"], request["depth"], request["among"]
+            if request["v"] != PROTOCOL or not isinstance(query, str) or type(depth) is not int or depth < 1:
+                raise ValueError
+            if among is not None and not (isinstance(among, list) and all(isinstance(i, str) for i in among)):
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            return {"error": "bad request"}
+        try:
+            ranking = self._rank(query, depth, None if among is None else set(among))
+        except Exception as exc:  # the searcher ranks itself; the keeper keeps running
+            return {"error": type(exc).__name__}
+        return {"error": "no semantic ranking"} if ranking is None else {"ranking": ranking}
+
+    def _rank(self, query: str, depth: int, among: set[str] | None) -> list[tuple[str, float]] | None:
+        """What a search would rank in its own process: the model loaded (once), the vectors brought up to
+        date with the index and kept in memory, then `semantic.rank`."""
+        from . import semantic
+        from .index import VaultIndex
+
+        semantic.KEEP_VECTORS = True
+        index = VaultIndex(self.config, self.reporter)
+        try:
+            ranker = semantic.for_search(index, self.reporter)
+            if ranker.embedder is None:
+                return None
+            return semantic.rank(index.conn, ranker.embedder, query, depth, among=among)
+        finally:
+            index.close()
 
     # --- events -------------------------------------------------------------------------------------
 

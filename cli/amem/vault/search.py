@@ -106,7 +106,7 @@ def _search(
     stats = index.refresh()
     for message in stats.warnings:
         reporter.warn(message)
-    semantic = _semantic_ranker(index, reporter) if fuse else None
+    semantic = _semantic_ranker(index, reporter, query or "", where) if fuse else None
     conn = index.conn
     parsed = Query(query or "")
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
@@ -133,11 +133,11 @@ def _search(
     return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": fused, "semantic": status}
 
 
-def _semantic_ranker(index: VaultIndex, reporter: Reporter) -> SearchRanker:
+def _semantic_ranker(index: VaultIndex, reporter: Reporter, query: str, where: Filter) -> SearchRanker:
     """The semantic ranker, imported only by a search that asks for it."""
     from .semantic import for_search
 
-    return for_search(index, reporter)
+    return for_search(index, reporter, query=query, where=where)
 
 
 def _hit(index: VaultIndex, doc: int, score: float | None, query: Query) -> dict[str, Any]:

@@ -525,11 +525,20 @@ class SearchRanker:
 
     depth = FUSION_DEPTH
 
-    def __init__(self, index: VaultIndex, embedder: Embedder | None, status: str, reporter: Reporter) -> None:
+    def __init__(
+        self,
+        index: VaultIndex,
+        embedder: Embedder | None,
+        status: str,
+        reporter: Reporter,
+        ranking: list[tuple[str, float]] | None = None,
+    ) -> None:
         self.index = index
         self.embedder = embedder
         self.status = status
         self.reporter = reporter
+        #: the semantic ranking already made (by the vault's index keeper): fused instead of ranking here
+        self.ranking = ranking
 
     @property
     def fused(self) -> bool:
@@ -541,20 +550,15 @@ class SearchRanker:
         """(rowid, fused score) best first, and the total: the keyword matches and the notes only the
         semantic ranking found, both within `where` (the search's tag and folder filters). The keyword
         ranking as it is when the model failed."""
-        if self.embedder is None:
-            return list(keyword), total
         conn = self.index.conn
-        among = None
-        if where is not None and where.where:
-            among = {row[0] for row in conn.execute(f"SELECT id FROM notes WHERE {where.where}", where.params)}
-        try:
-            semantic = [note_id for note_id, _ in rank(conn, self.embedder, query, among=among)]
-        except sqlite3.DatabaseError:
-            raise  # the index's own damage: the search repairs it and runs again
-        except Exception as exc:  # a model misbehaving at query time must not cost the keyword answer
-            self.reporter.warn(f"semantic ranking failed ({type(exc).__name__}); answering from keywords only")
-            self.status, self.embedder = "error", None
+        if self.ranking is not None:
+            semantic = [note_id for note_id, _ in self.ranking]
+        elif self.embedder is None:
             return list(keyword), total
+        else:
+            semantic = self._rank(query, where)
+            if self.embedder is None:
+                return list(keyword), total
         from .index import select_in
 
         docs = [doc for doc, _ in keyword]
@@ -567,6 +571,20 @@ class SearchRanker:
         return [(rowid[i], round(score, 6)) for i, score in fused], total + self._unmatched(
             query, keyword_ids, semantic
         )
+
+    def _rank(self, query: str, where: Filter | None) -> list[str]:
+        """The semantic ranking in this process, within `where`; [] with the model dropped (status
+        "error") when it fails at query time."""
+        assert self.embedder is not None
+        conn = self.index.conn
+        try:
+            return [note_id for note_id, _ in rank(conn, self.embedder, query, among=_among(conn, where))]
+        except sqlite3.DatabaseError:
+            raise  # the index's own damage: the search repairs it and runs again
+        except Exception as exc:  # a model misbehaving at query time must not cost the keyword answer
+            self.reporter.warn(f"semantic ranking failed ({type(exc).__name__}); answering from keywords only")
+            self.status, self.embedder = "error", None
+            return []
 
     def _unmatched(self, query: str, keyword: Sequence[str], semantic: Sequence[str]) -> int:
         """How many of the semantic ranking's notes the keyword query does not match at all (a keyword
@@ -586,10 +604,32 @@ class SearchRanker:
         return len(others) - int(self.index.conn.execute(sql, (expression, json.dumps(others))).fetchone()[0])
 
 
-def for_search(index: VaultIndex, reporter: Reporter, model: str = DEFAULT_MODEL) -> SearchRanker:
+def _among(conn: sqlite3.Connection, where: Filter | None) -> set[str] | None:
+    """The ids of the notes within `where`, None for every note."""
+    if where is None or not where.where:
+        return None
+    return {row[0] for row in conn.execute(f"SELECT id FROM notes WHERE {where.where}", where.params)}
+
+
+def for_search(
+    index: VaultIndex,
+    reporter: Reporter,
+    model: str = DEFAULT_MODEL,
+    query: str | None = None,
+    where: Filter | None = None,
+) -> SearchRanker:
     """Load the model (once per process) and bring the vectors up to date with the refreshed index. When
     the extra is missing the ranker's status is "unavailable", when the model fails "error"; either way
-    with a warning, and the search answers from keywords."""
+    with a warning, and the search answers from keywords.
+
+    Given the `query` (and the search's filter `where`), the vault's index keeper is asked first: when it
+    answers, its ranking is the one fused, and this process loads no model at all."""
+    if query is not None and model == DEFAULT_MODEL and DEFAULT_MODEL not in _loaded and installed():
+        from .keeper import semantic_ranking
+
+        ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
+        if ranking is not None:
+            return SearchRanker(index, None, "ok", reporter, ranking)
     try:
         embedder = load_embedder(model)
         conn = index.conn
