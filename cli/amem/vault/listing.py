@@ -34,25 +34,16 @@ def list_notes(
     from ..errors import UsageError
     from ..timefmt import from_epoch
     from .index import VaultIndex
-    from .tags import tag_filter_sql
+    from .tags import notes_where
 
     if sort not in SORTS:
         raise UsageError(f"--sort must be one of {', '.join(SORTS)}, got {sort!r}")
     if limit is not None and limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
-    clauses, params = ["problem IS NULL"], []
-    if prefix:
-        start = prefix.replace("\\", "/").lstrip("/")
-        while start.startswith("./"):
-            start = start[2:]
-        if start:
-            clauses.append("id >= ? AND id < ?")
-            params += [start, start + "\U0010ffff"]
-    if tags:
-        sql, values = tag_filter_sql(list(tags))
-        clauses.append(sql)
-        params += values
-    where = " AND ".join(clauses)
+    start = (prefix or "").replace("\\", "/").lstrip("/")
+    while start.startswith("./"):
+        start = start[2:]
+    where, params = notes_where(start, tags)
     index = VaultIndex(config, reporter)
 
     def query() -> dict[str, Any]:

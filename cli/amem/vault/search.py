@@ -29,21 +29,12 @@ SNIPPET_BEFORE = 50
 def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
     """Notes that have every tag (or one nested under it) and lie under `folder` (an id prefix; a folder
     name without its trailing `/` means that folder)."""
-    from .tags import tag_filter_sql
+    from .tags import notes_where
 
-    clauses, params = ["problem IS NULL"], []
-    if folder is not None:
-        prefix = folder_prefix(folder)
-        if prefix:
-            clauses.append("id >= ? AND id < ?")
-            params += [prefix, prefix + "\U0010ffff"]
-    if tags:
-        sql, values = tag_filter_sql(list(tags))
-        clauses.append(sql)
-        params += values
-    if len(clauses) == 1:
+    prefix = folder_prefix(folder) if folder is not None else ""
+    if not prefix and not tags:
         return Filter()
-    return Filter(" AND ".join(clauses), params)
+    return Filter(*notes_where(prefix, tags))
 
 
 def folder_prefix(folder: str) -> str:

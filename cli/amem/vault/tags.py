@@ -5,6 +5,7 @@ without their `#`; a filter tag also matches the tags nested under it (`project`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 #: `#tag` at the start of a line or after a space: letters, digits, `_`, `-` and `/`, not only digits.
@@ -51,3 +52,17 @@ def tag_filter_sql(tags: list[str]) -> tuple[str, list[str]]:
         clauses.append("rowid IN (SELECT note FROM note_tags WHERE tag = ? OR (tag >= ? AND tag < ?))")
         values += [key, key + "/", key + "0"]  # '0' follows '/': every 'key/…'
     return " AND ".join(clauses), values
+
+
+def notes_where(id_prefix: str, tags: Sequence[str]) -> tuple[str, list[str]]:
+    """SQL on `notes` for the readable notes whose id starts with `id_prefix` (any, when empty) and that
+    have every tag, with its parameters: the one filter `list` and `search` share."""
+    clauses, params = ["problem IS NULL"], []
+    if id_prefix:
+        clauses.append("id >= ? AND id < ?")
+        params += [id_prefix, id_prefix + "\U0010ffff"]
+    if tags:
+        sql, values = tag_filter_sql(list(tags))
+        clauses.append(sql)
+        params += values
+    return " AND ".join(clauses), params
