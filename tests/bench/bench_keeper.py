@@ -21,23 +21,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from benchlib import RG_OK, percentile, rg_command, timed  # noqa: E402
 from make_vault import make_vault  # noqa: E402
 
 AMEM = str(Path(sys.executable).parent / "amem")
-
-
-def timed(command: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    elapsed = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{command} failed: {done.stderr.decode()}")
-    return elapsed * 1000
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -65,9 +52,9 @@ def bench(n: int, runs: int, work: Path) -> None:
     note = sorted(vault.rglob("*.md"))[n // 2]
     note_id = str(note.relative_to(vault))
     search = [AMEM, "search", "auth", "token"]
-    rg = ["rg", "-i", "-l", "-e", "auth", "-e", "token", str(vault)]
+    rg = rg_command("auth token", vault)
     timed([AMEM, "index"], env)
-    alone = [timed(search, env) for _ in range(runs)]
+    alone = [1000 * timed(search, env) for _ in range(runs)]
 
     keeper = subprocess.Popen(
         [AMEM, "index", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True
@@ -76,10 +63,10 @@ def bench(n: int, runs: int, work: Path) -> None:
         assert keeper.stdout is not None and keeper.stdout.readline(), "the keeper did not start"
         kept, grep, read, version = [], [], [], []
         for _ in range(runs):
-            kept.append(timed(search, env))
-            grep.append(timed(rg, env))
-            read.append(timed([AMEM, "read", note_id], env))
-            version.append(timed([AMEM, "--version"], env))
+            kept.append(1000 * timed(search, env))
+            grep.append(1000 * timed(rg, env, RG_OK))
+            read.append(1000 * timed([AMEM, "read", note_id], env))
+            version.append(1000 * timed([AMEM, "--version"], env))
         s, k, g, r, v = (statistics.median(x) for x in (alone, kept, grep, read, version))
         print(f"\n{n} notes, medians of {runs}")
         print(f"amem search auth token, no keeper   {s:7.1f} ms   {s / g:5.2f}× rg")

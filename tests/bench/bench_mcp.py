@@ -28,15 +28,11 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 sys.path.insert(0, str(Path(__file__).parent))
+from benchlib import percentile  # noqa: E402
 from make_vault import VOCABULARY, make_vault  # noqa: E402
 
 QUERIES = ["auth token", "session", "migration", "认证", VOCABULARY[2000]]
 AMEM = str(Path(sys.executable).parent / "amem")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def vault_of(n: int, work: Path) -> Path:

@@ -16,41 +16,17 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from benchlib import RG_OK, peak_rss_mib, rg_command, timed  # noqa: E402
 from make_vault import VOCABULARY, make_vault  # noqa: E402
 
 #: Topic words of several frequencies, Chinese, and a rare made-up word (rank 2000 of the vocabulary).
 QUERIES = ["auth token", "session", "migration", "认证", VOCABULARY[2000]]
 AMEM = str(Path(sys.executable).parent / "amem")
-
-
-def timed(command: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    elapsed = time.perf_counter() - start
-    if done.returncode not in (0, 1):  # rg exits 1 when nothing matches
-        raise SystemExit(f"{command} failed: {done.stderr.decode()}")
-    return elapsed
-
-
-def peak_rss_mib(command: list[str], env: dict[str, str]) -> float:
-    """Peak resident memory of one run, measured in a fresh parent so that no other child counts."""
-    probe = (
-        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, env=env)
-    return int(out.stdout.strip()) / 1024
-
-
-def rg_command(query: str, vault: Path) -> list[str]:
-    patterns = [arg for word in query.split() for arg in ("-e", word)]
-    return ["rg", "-i", "-l", *patterns, str(vault)]
 
 
 def bench(n: int, runs: int, work: Path) -> dict[str, float]:
@@ -88,7 +64,7 @@ def bench(n: int, runs: int, work: Path) -> dict[str, float]:
         timed([AMEM, "search", query], env)  # make sure the index is current
         for i in range(runs):
             warm.append(timed([AMEM, "search", query], env))
-            grep.append(timed(rg_command(query, vault), env))
+            grep.append(timed(rg_command(query, vault), env, RG_OK))
             changed_note.write_text(f"{original}\nedit {i} {query}\n", encoding="utf-8")
             changed.append(timed([AMEM, "search", query], env))
         changed_note.write_text(original, encoding="utf-8")

@@ -29,29 +29,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from benchlib import peak_rss_mib, timed  # noqa: E402
 from make_vault import VOCABULARY, make_vault  # noqa: E402
 
 AMEM = str(Path(sys.executable).parent / "amem")
 QUERIES = ["auth token", "how long do sessions stay valid", "migration", "认证", VOCABULARY[2000]]
-
-
-def timed(command: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"{command} failed: {done.stderr.decode()}")
-    return elapsed
-
-
-def peak_rss_mib(command: list[str], env: dict[str, str]) -> float:
-    """Peak resident memory of one run, measured in a fresh parent so that no other child counts."""
-    probe = (
-        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    )
-    out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, env=env)
-    return int(out.stdout.strip()) / 1024
 
 
 def in_process(vault: Path, cache: Path, runs: int, model: str) -> dict[str, float]:

@@ -26,7 +26,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-
+sys.path.insert(0, str(Path(__file__).parent))
+from benchlib import percentile  # noqa: E402
 from tests.watcher.agentmemory_standin import StandInServer  # noqa: E402
 
 TOP_FOLDERS = 40
@@ -89,11 +90,6 @@ def wait_for(predicate: Any, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out waiting for {what}")
         time.sleep(0.01)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def main() -> None:
