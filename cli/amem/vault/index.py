@@ -868,8 +868,7 @@ class _Batch:
 
     def _read(self, note_id: str) -> _ReadNote:
         """One note as the index keeps it: read (if amem may read it), parsed, its row made."""
-        from .notes import note_title, parse_note  # here, so that a refresh that changes nothing loads no YAML
-        from .simple_yaml import simple_frontmatter, split_frontmatter
+        from .notes import note_title, parse_note  # here: a refresh that changes nothing parses nothing
         from .tags import note_tags
         from .tokenize import title_key
 
@@ -894,11 +893,8 @@ class _Batch:
         tags: list[str] = []
         targets: list[str] = []
         if problem is None:
-            block, body = split_frontmatter(text)
-            fields = {} if block is None else simple_frontmatter(block)
-            if fields is None:  # beyond the simple subset: YAML decides
-                parsed = parse_note(text, note_id)
-                fields, body = parsed.frontmatter, parsed.body
+            parsed = parse_note(text, note_id)  # YAML only beyond the simple subset
+            fields, body = parsed.frontmatter, parsed.body
             title = note_title(fields, body, note_id)
             frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
             tags = note_tags(fields, body)

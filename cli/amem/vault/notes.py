@@ -45,7 +45,6 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
         return value.isoformat() if isinstance(value, date | datetime) else text
 
 
-_FENCE = re.compile(r"^---[ \t]*$")
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
 
 
@@ -76,24 +75,14 @@ def _jsonable(value: Any) -> Any:
 
 def parse_note(text: str, note_id: str = "") -> ParsedNote:
     """Split frontmatter from body. A block that does not parse leaves {} and the whole text as body."""
+    from .simple_yaml import split_frontmatter
+
     if text.startswith("\ufeff"):
         text = text[1:]
-    first_end = text.find("\n")
-    first = text if first_end < 0 else text[:first_end]
-    if not _FENCE.match(first.rstrip("\r")) or first_end < 0:
-        return ParsedNote({}, text)
-    pos = first_end + 1
-    while pos <= len(text):
-        end = text.find("\n", pos)
-        line = text[pos:] if end < 0 else text[pos:end]
-        if _FENCE.match(line.rstrip("\r")):
-            block = text[first_end + 1 : pos]
-            body = "" if end < 0 else text[end + 1 :]
-            return _load_block(text, block, body, note_id)
-        if end < 0:
-            break
-        pos = end + 1
-    return ParsedNote({}, text)  # no closing line: not frontmatter at all
+    block, body = split_frontmatter(text)
+    if block is None:
+        return ParsedNote({}, text)  # no frontmatter, or no closing line: not frontmatter at all
+    return _load_block(text, block, body, note_id)
 
 
 #: A frontmatter block may expand (aliases followed) to at most this many YAML nodes plus its length:
