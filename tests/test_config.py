@@ -204,3 +204,64 @@ def test_every_key_is_declared_once_with_its_default(isolated_env: Path) -> None
             holder = config.watch if key.name.startswith("watch.") else config
             assert getattr(holder, key.field) == key.default, key.name
     assert len({key.name for key in KEYS}) == len(KEYS)
+
+
+#: For each setting an environment variable can give: the variable's text, the file's value it must win
+#: over, and what the loaded setting must then be (for dirs, relative to the working directory).
+_ENV_CASES: dict[str, tuple[str, str, object]] = {
+    "vaultRoot": (" env-vault ", "vaultRoot: file-vault", "work/env-vault"),
+    "timezone": (" +02:00 ", "timezone: UTC", "+02:00"),
+    "watch.dirs": (" a , b ,, ", "watch: {dirs: [f]}", ("work/a", "work/b")),
+    "watch.ignore": ("x$, ^y, x$", "watch: {ignore: [f]}", ("x$", "^y")),
+    "watch.allowBinary": (" Yes ", "watch: {allowBinary: false}", True),
+    "watch.url": (" http://env:1// ", "watch: {url: 'http://file:2'}", "http://env:1"),
+    "watch.secret": (" s3cret ", "watch: {secret: f}", "s3cret"),
+    "watch.project": (" envproj ", "watch: {project: f}", "envproj"),
+    "watch.sessionId": (" sess ", "watch: {sessionId: f}", "sess"),
+}
+
+
+def _setting(key_name: str, isolated_env: Path) -> object:
+    from amem.config import KEYS
+
+    config = load_config()
+    if key_name == "vaultRoot":
+        return config.vault_root.relative_to(isolated_env.parent).as_posix()
+    key = next(key for key in KEYS if key.name == key_name)
+    value = getattr(config.watch if key_name.startswith("watch.") else config, key.field)
+    if key_name == "watch.dirs":
+        return tuple(Path(d).relative_to(isolated_env.parent).as_posix() for d in value)
+    return value
+
+
+def test_the_environment_variables_are_declared_in_the_keys_table() -> None:
+    from amem.config import KEYS
+
+    declared = {key.name: key.env for key in KEYS if key.env}
+    assert set(declared) == set(_ENV_CASES)
+    assert declared["watch.project"] == ("AGENTMEMORY_PROJECT_NAME", "AGENTMEMORY_PROJECT")
+    assert declared["vaultRoot"] == ("AMEM_VAULT",) and declared["timezone"] == ("AMEM_TZ",)
+    every = [name for names in declared.values() for name in names]
+    assert len(every) == len(set(every))
+
+
+@pytest.mark.parametrize("key_name", sorted(_ENV_CASES))
+def test_each_variable_wins_over_the_file_and_blank_is_unset(
+    key_name: str, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from amem.config import KEYS
+
+    text, file_line, expected = _ENV_CASES[key_name]
+    (variable, *aliases) = next(key for key in KEYS if key.name == key_name).env
+    user_config(file_line + "\n")
+    from_file = _setting(key_name, isolated_env)
+    monkeypatch.setenv(variable, text)
+    assert _setting(key_name, isolated_env) == expected
+    for alias in aliases:  # an older name counts only when the newer one is unset or blank
+        monkeypatch.setenv(alias, "older")
+        assert _setting(key_name, isolated_env) == expected
+        monkeypatch.setenv(variable, "  ")
+        assert _setting(key_name, isolated_env) == "older"
+        monkeypatch.delenv(alias)
+    monkeypatch.setenv(variable, " \t ")
+    assert _setting(key_name, isolated_env) == from_file

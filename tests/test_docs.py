@@ -1,6 +1,7 @@
-"""The documentation is checked, not trusted: the completion scripts, the man page and the README's generated
-blocks must equal what the CLI generates now; every command, option, environment variable and exit code
-is documented; and every exit code in the table is produced through the CLI by a test below."""
+"""The documentation is checked, not trusted: the completion scripts, the man page, the command reference and
+the generated blocks of the README and docs/ must equal what the CLI generates now; every command, option,
+environment variable and exit code is documented; every exit code in the table is produced through the CLI
+by a test below; the README stays a short front door whose links, like those of docs/, all lead somewhere."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ from amem.errors import EXIT_CODES
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+COMMAND_REFERENCE = (REPO / _docs.COMMANDS_FILE).read_text(encoding="utf-8")
+CONFIG_REFERENCE = (REPO / _docs.CONFIG_FILE).read_text(encoding="utf-8")
+EXIT_CODES_PAGE = (REPO / _docs.EXIT_CODES_FILE).read_text(encoding="utf-8")
 MAN = (REPO / "man" / "amem.1").read_text(encoding="utf-8")
 REGENERATE = "out of date: run `python -m amem._docs` and commit the result"
 
@@ -75,8 +79,8 @@ def test_every_command_has_help_and_help_works(name: str) -> None:
     for param in command.params:
         if isinstance(param, click.Option):
             assert param.help, f"amem {name} {param.opts[0]} has no help text"
-    # The README's reference shows exactly this.
-    assert f"### `amem {name}`\n\n```text\n{result.stdout}```\n" in README
+    # The command reference shows exactly this.
+    assert f"### `amem {name}`\n\n```text\n{result.stdout}```\n" in COMMAND_REFERENCE
 
 
 def example_arguments(line: str) -> list[str]:
@@ -122,10 +126,10 @@ def test_example_arguments_are_split_as_the_shell_splits_them() -> None:
         example_arguments("echo amem")
 
 
-def test_root_help_is_in_the_readme() -> None:
+def test_root_help_is_in_the_command_reference() -> None:
     result = CliRunner().invoke(cli, ["--help"], prog_name="amem", terminal_width=_docs.HELP_WIDTH)
     assert result.exit_code == 0
-    assert f"### `amem`\n\n```text\n{result.stdout}```\n" in README
+    assert f"### `amem`\n\n```text\n{result.stdout}```\n" in COMMAND_REFERENCE
 
 
 # --- the man page -------------------------------------------------------------------------------------
@@ -204,7 +208,7 @@ def test_every_environment_variable_is_documented() -> None:
     environment = man_section("ENVIRONMENT")
     for name in documented:
         assert f"\\fB{man_text(name)}\\fR" in environment
-        assert f"`{name}`" in README or f"{name}=" in README, f"{name} is not in the README"
+        assert f"| `{name}` | " in CONFIG_REFERENCE, f"{name} is not in {_docs.CONFIG_FILE}"
 
 
 def test_the_files_section_names_the_cache_and_the_spool() -> None:
@@ -216,10 +220,11 @@ def test_the_files_section_names_the_cache_and_the_spool() -> None:
 # --- exit codes ---------------------------------------------------------------------------------------
 
 
-def test_every_exit_code_is_in_the_readme_and_the_man_page() -> None:
+def test_every_exit_code_is_in_the_readme_the_reference_and_the_man_page() -> None:
     exit_status = man_section("EXIT STATUS")
     for code, (status, meaning) in EXIT_CODES.items():
         assert f"| {status} | `{code}` | {meaning} |" in README
+        assert f"| {status} | `{code}` | {meaning} |" in EXIT_CODES_PAGE
         assert f".TP\n\\fB{status}\\fR\n\\fB{man_text(code)}\\fR: " in exit_status
 
 
@@ -362,3 +367,115 @@ def test_the_readme_installs_amem_as_a_tool_after_the_plain_pip_command() -> Non
     blocks = re.findall(r"```sh\n(.+?)```", setup, re.S)
     assert blocks[0].startswith("python -m pip install . && ")
     assert blocks[1].splitlines() == ["pipx install .", "uv tool install ."]
+
+
+def test_the_environment_section_comes_from_the_keys_table() -> None:
+    from amem.config import KEYS
+
+    environment = man_section("ENVIRONMENT")
+    for key in KEYS:
+        for position, variable in enumerate(key.env):
+            entry = environment.split(f".TP\n\\fB{man_text(variable)}\\fR\n", 1)[1].split("\n.TP", 1)[0]
+            if position == 0:
+                assert entry.startswith(_docs.roff(key.env_help)), variable
+                assert f"\\fB{man_text(key.name)}\\fR" in entry, variable
+            else:
+                assert f"older name of {man_text(key.env[0])}" in entry, variable
+
+
+# --- the README as a front door, and the links of every page -----------------------------------------
+
+README_MOST_LINES = 450
+#: [text](target) and [text]: target, the target up to a space, `)` or `#`; text may span lines.
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)|^\[[^\]]+\]:\s*(\S+)", re.M)
+
+
+def markdown_pages() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def relative_links(text: str) -> list[tuple[str, str]]:
+    """(target, #anchor or "") of the links in Markdown `text` that point into the source tree (or, with
+    an empty target, into the page itself); links inside code blocks and code spans are not links."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    targets = [a or b for a, b in _LINK.findall(text)]
+    links = [target.partition("#") for target in targets if not re.match(r"[a-z][a-z0-9+.-]*:", target)]
+    return [(path, anchor) for path, _, anchor in links]
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    headings = re.findall(r"^#{1,6} (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_the_link_checker_reads_links_as_github_does() -> None:
+    text = "[a](x.md) [b](../y/#h) [c](https://e.org) [d](#local) `[e](no.md)`\n```\n[f](no2.md)\n```\n[g]: z.md\n"
+    assert relative_links(text) == [("x.md", ""), ("../y/", "h"), ("", "local"), ("z.md", "")]
+    assert heading_anchors("# Semantic search (optional)\n## `amem read`\n```\n# no\n```\n") == {
+        "semantic-search-optional",
+        "amem-read",
+    }
+
+
+@pytest.mark.parametrize("page", [path.relative_to(REPO).as_posix() for path in markdown_pages()])
+def test_every_relative_link_points_at_a_file_that_exists(page: str) -> None:
+    here = REPO / page
+    for path, anchor in relative_links(here.read_text(encoding="utf-8")):
+        target = (here.parent / path) if path else here
+        assert target.exists(), f"{page} links to {path}, which does not exist"
+        if anchor and target.suffix == ".md":
+            assert anchor in heading_anchors(target.read_text(encoding="utf-8")), f"{page}: no #{anchor} in {path}"
+
+
+def shown_command_lines(text: str) -> list[str]:
+    """Each command line of the ```sh blocks in Markdown `text`, continuation lines joined, comments kept
+    (the shell lexer drops them)."""
+    lines: list[str] = []
+    for block in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M):
+        lines += [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    return lines
+
+
+def amem_invocations(line: str) -> list[list[str]]:
+    """The arguments of every `amem` a shell command line runs: each stage of its pipelines, lists and
+    subshells whose command (after `NAME=value` assignments) is amem."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars="|&;()")
+    lexer.whitespace_split = True
+    found: list[list[str]] = []
+    stage: list[str] = []
+    redirected = False
+    for token in [*lexer, ";"]:
+        if redirected or re.fullmatch(r"\d*[<>]{1,2}\S*", token):  # a redirection is not an argument
+            redirected = bool(re.fullmatch(r"\d*[<>]{1,2}", token))
+            continue
+        if not re.fullmatch(r"[|&;()$]+", token):
+            stage.append(token)
+            continue
+        while stage and re.fullmatch(r"[A-Za-z_]+=.*", stage[0]):
+            stage.pop(0)
+        if stage and stage[0] == "amem":
+            found.append(stage[1:])
+        stage = []
+    return found
+
+
+def test_amem_invocations_are_found_where_the_shell_runs_them() -> None:
+    line = """X=1 amem a "b | c" | jq . && (cd x && amem d 2>/dev/null) || echo amem; v=$(amem e --f > o)  # amem g"""
+    assert amem_invocations(line) == [["a", "b | c"], ["d"], ["e", "--f"]]
+
+
+@pytest.mark.parametrize("page", [path.relative_to(REPO).as_posix() for path in markdown_pages()])
+def test_every_amem_command_shown_is_one_the_cli_accepts(page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    for name in COMMANDS:
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None
+        monkeypatch.setattr(command, "callback", lambda name=name, **params: calls.append(name))
+    shown = [args for line in shown_command_lines((REPO / page).read_text()) for args in amem_invocations(line)]
+    for arguments in shown:
+        outcome = CliRunner().invoke(cli, arguments, catch_exceptions=False)
+        assert outcome.exit_code == 0, f"{page}: amem {shlex.join(arguments)} is not accepted: {outcome.stderr}"
+    assert len(calls) == len(shown)

@@ -1,4 +1,4 @@
-"""The README's recipes, run as users run them: the exact files in docs/recipes/, the installed `amem` on
+"""The recipes (docs/guide/recipes.md), run as users run them: the exact files in docs/recipes/, the installed `amem` on
 PATH, real shells and git in a temporary repository."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes 
 
 def recipe(name: str) -> str:
     text = (RECIPES / name).read_text(encoding="utf-8")
-    # The README shows this exact text (tests/test_docs.py checks the README block by block as well).
-    assert f"```sh\n{text}```\n" in (REPO / "README.md").read_text(encoding="utf-8")
+    # The recipes page shows this exact text (tests/test_docs.py checks the page block by block as well).
+    assert f"```sh\n{text}```\n" in (REPO / "docs" / "guide" / "recipes.md").read_text(encoding="utf-8")
     return text
 
 

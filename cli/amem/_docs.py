@@ -1,5 +1,7 @@
 """Documentation generated from the CLI's own definitions: the bash/zsh/fish completion scripts, the man
-page, and the README's command reference, exit-code table and recipes.
+page, the command reference (docs/reference/commands.md), and the generated blocks of the hand-written
+pages: the exit-code table (README.md, docs/reference/exit-codes.md), the environment variables
+(docs/reference/config.md, from the config keys' table) and the recipes (docs/guide/recipes.md).
 
     python -m amem._docs            regenerate every file in the source tree
     python -m amem._docs --check    list the files that differ from what would be generated (exit 1)
@@ -22,6 +24,7 @@ from . import __version__
 from .cli import cli
 from .commands import examples
 from .completion import SHELLS, completion_script
+from .config import KEYS
 from .errors import EXIT_CODES
 
 #: The source tree this module lives in (cli/amem/_docs.py → the folder holding pyproject.toml).
@@ -32,53 +35,49 @@ HELP_WIDTH = 80
 COMPLETION_FILES = {"bash": "completions/amem.bash", "zsh": "completions/_amem", "fish": "completions/amem.fish"}
 MAN_FILE = "man/amem.1"
 README_FILE = "README.md"
-#: README blocks kept in step with a recipe file, by marker name.
+COMMANDS_FILE = "docs/reference/commands.md"
+EXIT_CODES_FILE = "docs/reference/exit-codes.md"
+CONFIG_FILE = "docs/reference/config.md"
+RECIPES_FILE = "docs/guide/recipes.md"
+#: Recipe blocks kept in step with a recipe file, by marker name.
 RECIPES = {
     "recipe-post-commit": ("docs/recipes/post-commit", "sh"),
     "recipe-amem-open": ("docs/recipes/amem-open.sh", "sh"),
     "recipe-agent-remember": ("docs/recipes/agent-remember.sh", "sh"),
 }
 
-#: Every environment variable amem reads, for the man page (tests/test_docs.py checks this list
-#: against the names the code mentions).
+
+def _key_variables(watch: bool) -> tuple[tuple[str, str], ...]:
+    """The variables of the config keys' table (amem.config.KEYS), each with what it means and sets."""
+    entries = []
+    for key in KEYS:
+        if not key.env or key.name.startswith("watch.") != watch:
+            continue
+        variable, *older = key.env
+        if key.adds:
+            over = f"; {key.flag} adds to it"
+        elif key.flag == "DIR":
+            over = "; DIR arguments win over it"
+        else:
+            over = f"; {key.flag} wins over it" if key.flag else ""
+        wins = "".join(f" Wins over {name}." for name in older)
+        entries.append((variable, f"{key.env_help} Replaces `{key.name}` of the config files{over}.{wins}"))
+        entries += [(name, f"The older name of {variable}, read when {variable} is unset.") for name in older]
+    return tuple(entries)
+
+
+#: Every environment variable amem reads, for the man page and docs/reference/config.md: those that set a
+#: config key come from its table; tests/test_docs.py checks this list against the names the code mentions.
 ENVIRONMENT: tuple[tuple[str, str], ...] = (
-    (
-        "AMEM_VAULT",
-        "The vault folder, relative to the working directory; overrides `vaultRoot`, overridden by --vault.",
-    ),
+    *_key_variables(watch=False),
     ("AMEM_CONFIG", "Read only this config file instead of the user and project files; overridden by --config."),
-    (
-        "AMEM_TZ",
-        "Time zone of every timestamp: an IANA name (Asia/Shanghai) or an offset (+08:00); overrides `timezone`.",
-    ),
     ("AMEM_PROFILE", "The profile name `amem info` reports and --expect-profile checks."),
     ("AMEM_DEBUG", "When set, an unexpected internal error shows its Python traceback instead of a JSON error."),
     ("XDG_CONFIG_HOME", "Where the user config file lives (default ~/.config); only an absolute path counts."),
     ("XDG_CACHE_HOME", "Where the index and write locks live (default ~/.cache); only an absolute path counts."),
     ("XDG_STATE_HOME", "Where the watcher's spool lives (default ~/.local/state); only an absolute path counts."),
     ("HOME", "The base of the XDG defaults above."),
-    (
-        "AGENTMEMORY_FS_WATCH_DIRS",
-        "Comma-separated folders for `amem watch` when no DIR is given; overrides `watch.dirs`.",
-    ),
-    (
-        "AGENTMEMORY_FS_WATCH_IGNORE",
-        "Comma-separated regular expressions of paths (relative to their root) "
-        "that `amem watch` ignores; added to `watch.ignore` and --ignore.",
-    ),
-    ("AGENTMEMORY_FS_WATCH_ALLOW_BINARY", "1 (or true, yes, on): preview files of any type, as --allow-binary."),
-    (
-        "AGENTMEMORY_URL",
-        "The agentmemory server for the watcher's server sink (default http://localhost:3111); "
-        "setting it makes `server` the default sink.",
-    ),
-    ("AGENTMEMORY_SECRET", "Bearer token sent to the agentmemory server."),
-    (
-        "AGENTMEMORY_PROJECT_NAME",
-        "Project label for every observation; wins over AGENTMEMORY_PROJECT. Whitespace-only counts as unset.",
-    ),
-    ("AGENTMEMORY_PROJECT", "The older name of AGENTMEMORY_PROJECT_NAME."),
-    ("AGENTMEMORY_SESSION_ID", "Session id for every observation (default: a new fs-watcher-\u2026 id per process)."),
+    *_key_variables(watch=True),
     ("_AMEM_COMPLETE", "Set by the completion scripts when the shell asks amem for completions."),
 )
 
@@ -159,42 +158,64 @@ def options(ctx: click.Context) -> Iterator[tuple[str, str]]:
                 yield record
 
 
-# --- README -------------------------------------------------------------------------------------------
+# --- Markdown pages ----------------------------------------------------------------------------------
 
 
-def readme_reference() -> str:
+def commands_reference() -> str:
+    """docs/reference/commands.md: every command's help, exactly as `amem … --help` prints it."""
     root = root_context()
-    parts = ["### `amem`\n\n```text\n" + help_text(root) + "```\n"]
+    parts = [
+        "# Command reference\n\n"
+        "Generated from the CLI by `python -m amem._docs`; `amem COMMAND --help` prints the same. "
+        "Exit codes are in [Output and exit codes](exit-codes.md), the config keys and environment variables "
+        "in [Configuration and environment](config.md).\n\n"
+        "<!-- command-reference:start -->\n"
+        "### `amem`\n\n```text\n" + help_text(root) + "```\n"
+    ]
     for name, _, ctx in commands():
         parts.append(f"### `amem {name}`\n\n```text\n" + help_text(ctx) + "```\n")
-    return "\n".join(parts)
+    return "\n".join(parts) + "<!-- command-reference:end -->\n"
 
 
-def readme_exit_codes() -> str:
+def exit_code_table() -> str:
     rows = ["| exit | code | meaning |", "|---|---|---|"]
     rows += [f"| {status} | `{code}` | {meaning} |" for code, (status, meaning) in EXIT_CODES.items()]
     return "\n".join(rows) + "\n"
 
 
-def readme_recipe(name: str, root: Path) -> str:
+def environment_table() -> str:
+    rows = ["| variable | meaning |", "|---|---|"]
+    rows += [f"| `{name}` | {meaning} |" for name, meaning in ENVIRONMENT]
+    return "\n".join(rows) + "\n"
+
+
+def recipe_block(name: str, root: Path) -> str:
     path, language = RECIPES[name]
     return f"```{language}\n" + (root / path).read_text(encoding="utf-8") + "```\n"
 
 
-def replace_block(text: str, name: str, body: str) -> str:
+def replace_block(text: str, name: str, body: str, page: str = README_FILE) -> str:
     """Replace what lies between `<!-- name:start -->` and `<!-- name:end -->`; both markers must exist."""
     start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
     head, found, rest = text.partition(start)
     if not found or end not in rest:
-        raise ValueError(f"README.md has no {start.strip()} … {end} block")
+        raise ValueError(f"{page} has no {start.strip()} … {end} block")
     return head + start + body + end + rest.split(end, 1)[1]
 
 
-def update_readme(text: str, root: Path) -> str:
-    text = replace_block(text, "command-reference", readme_reference())
-    text = replace_block(text, "exit-codes", readme_exit_codes())
-    for name in RECIPES:
-        text = replace_block(text, name, readme_recipe(name, root))
+def page_blocks(root: Path) -> dict[str, dict[str, str]]:
+    """The generated blocks of each hand-written page, by page and marker name."""
+    return {
+        README_FILE: {"recipe-post-commit": recipe_block("recipe-post-commit", root), "exit-codes": exit_code_table()},
+        EXIT_CODES_FILE: {"exit-codes": exit_code_table()},
+        CONFIG_FILE: {"environment": environment_table()},
+        RECIPES_FILE: {name: recipe_block(name, root) for name in RECIPES},
+    }
+
+
+def update_page(page: str, text: str, blocks: dict[str, str]) -> str:
+    for name, body in blocks.items():
+        text = replace_block(text, name, body, page)
     return text
 
 
@@ -297,7 +318,11 @@ def man_page() -> str:
         lines += _options_section(ctx)
         if command_examples := examples(command):
             lines += [".PP", "Examples:", ".PP", ".RS", ".nf", roff("\n".join(command_examples)), ".fi", ".RE"]
-    lines += [".SH ENVIRONMENT", "Command-line flags win over environment variables, which win over config files."]
+    lines += [
+        ".SH ENVIRONMENT",
+        "Command-line flags win over environment variables, which win over config files. Each variable is "
+        "trimmed; one that holds only whitespace counts as unset.",
+    ]
     for var, meaning in ENVIRONMENT:
         lines += [".TP", f"\\fB{roff(var)}\\fR", roff(meaning)]
     lines += [".SH FILES"]
@@ -316,8 +341,8 @@ def man_page() -> str:
         lines += [".PP", roff(caption), ".PP", ".RS", ".nf", roff(code), ".fi", ".RE"]
     lines += [
         ".SH SEE ALSO",
-        "\\fBgit\\fR(1), \\fBjq\\fR(1), and the README of the amem source for recipes: "
-        "a git post-commit hook, a search-and-open shell function, an agent's read-then-write loop.",
+        "\\fBgit\\fR(1), \\fBjq\\fR(1), and the guides in the docs/ folder of the amem source, among them "
+        "recipes: a git post-commit hook, a search-and-open shell function, an agent's read-then-write loop.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -338,7 +363,9 @@ def generated_files(root: Path = SOURCE_ROOT) -> dict[str, str]:
     """Every generated file, by path relative to `root`, as it should read now."""
     files = {path: completion_script(shell, cli) for shell, path in COMPLETION_FILES.items() if shell in SHELLS}
     files[MAN_FILE] = man_page()
-    files[README_FILE] = update_readme((root / README_FILE).read_text(encoding="utf-8"), root)
+    files[COMMANDS_FILE] = commands_reference()
+    for page, blocks in page_blocks(root).items():
+        files[page] = update_page(page, (root / page).read_text(encoding="utf-8"), blocks)
     return files
 
 

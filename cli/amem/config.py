@@ -268,7 +268,8 @@ def _kind(value: object) -> str:
 class _Key(NamedTuple):
     """One setting, declared once: its name in config.yaml (`watch.debounceMs` is `debounceMs` under
     `watch:`), the Config or WatchSettings field it fills, its check (which returns the value to keep, or
-    None to keep the one from the layer below), its default, and the flag that overrides it, if any."""
+    None to keep the one from the layer below), its default, the flag that overrides it, if any, and the
+    environment variables that set it, if any."""
 
     name: str
     field: str
@@ -277,6 +278,13 @@ class _Key(NamedTuple):
     flag: str | None = None
     #: the flag's values are added to those of the layers below instead of replacing them
     adds: bool = False
+    #: the variables that set it, the first one set (and not blank) winning; older aliases come last
+    env: tuple[str, ...] = ()
+    #: how a variable's trimmed text becomes the value the check is given (the working directory is the
+    #: base of a relative path)
+    from_env: Callable[[str, Path], object] = lambda text, cwd: text
+    #: what the variable means, for the man page and docs/reference/config.md
+    env_help: str = ""
 
 
 def _vault_root(check: _Validator, key: str, value: object) -> object:
@@ -308,25 +316,115 @@ def _text(check: _Validator, key: str, value: object) -> str | None:
     return check.string(key, value).strip() or None
 
 
+def _comma_list(text: str, cwd: Path) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _switch(text: str, cwd: Path) -> bool:
+    return text.lower() in ("1", "true", "yes", "on")
+
+
+def _from_cwd(text: str, cwd: Path) -> str:
+    """A path from the environment is taken from the working directory (a file's, from the project root)."""
+    return str(cwd / os.path.expanduser(text))
+
+
 KEYS: tuple[_Key, ...] = (
-    _Key("vaultRoot", "vault_root", _vault_root, None),
+    _Key(
+        "vaultRoot",
+        "vault_root",
+        _vault_root,
+        None,
+        flag="--vault",
+        env=("AMEM_VAULT",),
+        from_env=_from_cwd,
+        env_help="The vault folder, relative to the working directory.",
+    ),
     _Key("extensions", "extensions", _Validator.extensions, (".md",)),
     _Key("maxLinkDepth", "max_link_depth", lambda c, k, v: c.integer(k, v, 0), 1),
     _Key("maxSearchResults", "max_search_results", lambda c, k, v: c.integer(k, v, 1), 20),
     _Key("indexHiddenDirs", "index_hidden_dirs", _Validator.boolean, False),
     _Key("excludeDirs", "exclude_dirs", _Validator.strings, ("archive",)),
-    _Key("timezone", "timezone_name", _timezone, None),
+    _Key(
+        "timezone",
+        "timezone_name",
+        _timezone,
+        None,
+        env=("AMEM_TZ",),
+        env_help="Time zone of every timestamp: an IANA name (Asia/Shanghai) or an offset (+08:00).",
+    ),
     _Key("bundleName", "bundle_name", _Validator.string, ""),
     _Key("bundleVersion", "bundle_version", _Validator.string, ""),
     _Key("git.autoCommit", "git_auto_commit", _Validator.boolean, False),
     _Key("semantic", "semantic", _Validator.boolean, False, flag="--semantic"),
-    _Key("watch.dirs", "dirs", _folders, (), flag="DIR"),
-    _Key("watch.ignore", "ignore", lambda c, k, v: c.regexes(k, c.strings(k, v)), (), flag="--ignore", adds=True),
-    _Key("watch.allowBinary", "allow_binary", _Validator.boolean, False, flag="--allow-binary"),
-    _Key("watch.url", "url", _url, None, flag="--url"),
-    _Key("watch.secret", "secret", _text, None, flag="--secret"),
-    _Key("watch.project", "project", _text, None, flag="--project"),
-    _Key("watch.sessionId", "session_id", _text, None, flag="--session-id"),
+    _Key(
+        "watch.dirs",
+        "dirs",
+        _folders,
+        (),
+        flag="DIR",
+        env=("AGENTMEMORY_FS_WATCH_DIRS",),
+        from_env=_comma_list,
+        env_help="Comma-separated folders for `amem watch` when no DIR is given.",
+    ),
+    _Key(
+        "watch.ignore",
+        "ignore",
+        lambda c, k, v: c.regexes(k, c.strings(k, v)),
+        (),
+        flag="--ignore",
+        adds=True,
+        env=("AGENTMEMORY_FS_WATCH_IGNORE",),
+        from_env=_comma_list,
+        env_help="Comma-separated regular expressions of paths (relative to their root) that `amem watch` ignores.",
+    ),
+    _Key(
+        "watch.allowBinary",
+        "allow_binary",
+        _Validator.boolean,
+        False,
+        flag="--allow-binary",
+        env=("AGENTMEMORY_FS_WATCH_ALLOW_BINARY",),
+        from_env=_switch,
+        env_help="1 (or true, yes, on; anything else is off): preview files of any type.",
+    ),
+    _Key(
+        "watch.url",
+        "url",
+        _url,
+        None,
+        flag="--url",
+        env=("AGENTMEMORY_URL",),
+        env_help="The agentmemory server for the watcher's server sink (default http://localhost:3111); "
+        "setting it makes `server` the default sink.",
+    ),
+    _Key(
+        "watch.secret",
+        "secret",
+        _text,
+        None,
+        flag="--secret",
+        env=("AGENTMEMORY_SECRET",),
+        env_help="Bearer token sent to the agentmemory server.",
+    ),
+    _Key(
+        "watch.project",
+        "project",
+        _text,
+        None,
+        flag="--project",
+        env=("AGENTMEMORY_PROJECT_NAME", "AGENTMEMORY_PROJECT"),
+        env_help="Project label for every observation.",
+    ),
+    _Key(
+        "watch.sessionId",
+        "session_id",
+        _text,
+        None,
+        flag="--session-id",
+        env=("AGENTMEMORY_SESSION_ID",),
+        env_help="Session id for every observation (default: a new fs-watcher-\u2026 id per process).",
+    ),
     _Key("watch.debounceMs", "debounce_ms", lambda c, k, v: c.integer(k, v, 0), 500, flag="--debounce-ms"),
     _Key("watch.sinks", "sinks", _Validator.sinks, (), flag="--sink"),
 )
@@ -371,32 +469,25 @@ def _env_text(env: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _comma_list(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+def _env_setting(env: Mapping[str, str], names: Iterable[str]) -> tuple[str, str] | None:
+    """The first of `names` that is set to more than whitespace, and its trimmed text."""
+    for name in names:
+        if (text := _env_text(env, name)) is not None:
+            return name, text
+    return None
 
 
 def _apply_env(values: dict[str, object], env: Mapping[str, str], warnings: list[str], cwd: Path) -> None:
+    """Lay the environment over the files: each key's variables, checked by the key's own check under the
+    variable's name, replace what the files said (blank counts as unset)."""
     check = _Validator("the environment", warnings, cwd)
-    if (vault := _env_text(env, "AMEM_VAULT")) is not None:
-        values["vaultRoot"] = cwd / os.path.expanduser(vault)
-    if (tz := _env_text(env, "AMEM_TZ")) is not None:
-        parse_timezone(tz, "AMEM_TZ", "the environment")
-        values["timezone"] = tz
-    if (dirs := _env_text(env, "AGENTMEMORY_FS_WATCH_DIRS")) is not None:
-        values["watch.dirs"] = _folders(check, "AGENTMEMORY_FS_WATCH_DIRS", list(_comma_list(dirs)))
-    if (ignore := _env_text(env, "AGENTMEMORY_FS_WATCH_IGNORE")) is not None:
-        values["watch.ignore"] = check.regexes("AGENTMEMORY_FS_WATCH_IGNORE", _comma_list(ignore))
-    if (binary := _env_text(env, "AGENTMEMORY_FS_WATCH_ALLOW_BINARY")) is not None:
-        values["watch.allowBinary"] = binary.lower() in ("1", "true", "yes", "on")
-    if (url := _env_text(env, "AGENTMEMORY_URL")) is not None and url.rstrip("/"):
-        values["watch.url"] = url.rstrip("/")
-    if (secret := _env_text(env, "AGENTMEMORY_SECRET")) is not None:
-        values["watch.secret"] = secret
-    project = _env_text(env, "AGENTMEMORY_PROJECT_NAME") or _env_text(env, "AGENTMEMORY_PROJECT")
-    if project is not None:
-        values["watch.project"] = project
-    if (session := _env_text(env, "AGENTMEMORY_SESSION_ID")) is not None:
-        values["watch.sessionId"] = session
+    for key in KEYS:
+        if (found := _env_setting(env, key.env)) is None:
+            continue
+        variable, text = found
+        value = key.check(check, variable, key.from_env(text, cwd))
+        if value is not None:
+            values[key.name] = value
 
 
 def _apply_flags(values: dict[str, object], flags: Mapping[str, object], check: _Validator) -> None:
