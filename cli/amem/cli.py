@@ -38,6 +38,10 @@ COMMANDS = (
     "mcp",
 )
 
+#: Commands that serve until stopped and print no result first: the warnings of their start go out
+#: as plain lines when they start, not when they end. (`index --watch` releases them with its first line.)
+SERVING = frozenset({"watch", "mcp"})
+
 
 class AppContext:
     """Built once in the root group and handed to commands with pass_app; loads config on first use."""
@@ -52,9 +56,9 @@ class AppContext:
     def reporter(self) -> Reporter:
         """Where the library's warnings and progress go: stderr."""
         if self._reporter is None:
-            from .report import StderrReporter
+            from .report import StderrReporter, run_reporter
 
-            self._reporter = StderrReporter()
+            self._reporter = run_reporter() or StderrReporter()
         return self._reporter
 
     @property
@@ -76,6 +80,10 @@ class AppContext:
             current = click.get_current_context(silent=True)
             if problem and (current is None or current.command.name != "info"):  # info reports it instead
                 raise ConfigError(problem)
+            if current is not None and current.command.name in SERVING:
+                from .report import release_warnings
+
+                release_warnings()  # it runs until stopped: what it met so far is said now
             self._config = config
         return self._config
 
@@ -194,33 +202,50 @@ def _unexpected(exc: Exception) -> AmemError:
 
 
 def _run_translating_errors(invoke: Callable[[], object]) -> int:
+    """Run `invoke`; its exit code. On failure the error object goes to stderr with the warnings met
+    before it folded in (stderr holds one JSON document); on success they are printed as lines."""
+    from .report import end_run, start_run
+
+    reporter = start_run()
+    try:
+        code, error = _outcome(invoke)
+    finally:
+        end_run()
+    if error is None:
+        reporter.release()
+        return code
+    document = error.to_json()
+    warnings = reporter.take_held()
+    if warnings:
+        document["error"]["warnings"] = warnings
+    emit_error(document)
+    return code
+
+
+def _outcome(invoke: Callable[[], object]) -> tuple[int, AmemError | None]:
+    """(exit code, the error to report or None): every failure as amem's own error, never a traceback."""
     try:
         invoke()
     except AmemError as exc:
-        emit_error(exc.to_json())
-        return exc.exit_code
+        return exc.exit_code, exc
     except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
+        return int(exc.exit_code or 0), None
     except (click.exceptions.Abort, KeyboardInterrupt):
-        emit_error(Interrupted("interrupted (Ctrl-C)").to_json())
-        return Interrupted.exit_code
+        return Interrupted.exit_code, Interrupted("interrupted (Ctrl-C)")
     except click.UsageError as exc:
-        emit_error(UsageError(_usage_message(exc)).to_json())
-        return UsageError.exit_code
+        return UsageError.exit_code, UsageError(_usage_message(exc))
     except click.ClickException as exc:
-        emit_error(UsageError(exc.format_message()).to_json())
-        return exc.exit_code
+        return exc.exit_code, UsageError(exc.format_message())
     except BrokenPipeError:
         # A reader such as `head` went away; nothing more can be said on stdout.
         silence_stdout()
-        return 1
+        return 1, None
     except Exception as exc:  # the last line of defence: JSON, never a traceback
         if os.environ.get("AMEM_DEBUG"):
             raise
         error = _unexpected(exc)
-        emit_error(error.to_json())
-        return error.exit_code
-    return 0
+        return error.exit_code, error
+    return 0, None
 
 
 def run(argv: list[str] | None = None) -> int:
