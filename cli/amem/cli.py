@@ -17,6 +17,8 @@ from .errors import AmemError, ConfigError, InternalError, Interrupted, IoError,
 from .output import emit_error, silence_stdout
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from .config import Config
     from .report import Reporter
 
@@ -37,6 +39,20 @@ COMMANDS = (
     "watch",
     "mcp",
 )
+
+#: `amem help [COMMAND]`, as git users type it: hidden (`--help` is the documented way), so the command
+#: list, the man page and the README reference stay the registry's.
+HELP = "help"
+
+
+def _no_such_command(name: str) -> str:
+    """Click's words for an unknown command, with the nearest one as a guess, as git and options do."""
+    import difflib
+
+    message = f"No such command {name!r}."
+    guesses = difflib.get_close_matches(name, [*COMMANDS, HELP], n=1, cutoff=0.6)
+    return f"{message} Did you mean {guesses[0]}?" if guesses else message
+
 
 #: Commands that serve until stopped and print no result first: the warnings of their start go out
 #: as plain lines when they start, not when they end. (`index --watch` releases them with its first line.)
@@ -99,11 +115,27 @@ class AmemGroup(click.Group):
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
+        if cmd_name not in COMMANDS and cmd_name != HELP:
             return None
         module = importlib.import_module(f"amem.commands.{cmd_name}")
         command: click.Command = module.command
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            raise click.UsageError(_no_such_command(name), ctx)
+        return super().resolve_command(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        items = super().shell_complete(ctx, incomplete)
+        if incomplete and HELP.startswith(incomplete):  # hidden from the list, offered to a typed prefix
+            from click.shell_completion import CompletionItem
+
+            items.append(CompletionItem(HELP, help="Print amem's help, or a command's."))
+        return items
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
