@@ -19,7 +19,7 @@ def _complete_command(ctx: click.Context, param: click.Parameter, incomplete: st
     return [CompletionItem(name) for name in names if name.startswith(incomplete)]
 
 
-@click.command("help", hidden=True, add_help_option=False)
+@click.command("help", hidden=True)
 @click.argument("name", metavar="[COMMAND]", required=False, shell_complete=_complete_command)
 @click.pass_context
 def command(ctx: click.Context, name: str | None) -> None:
