@@ -118,3 +118,11 @@ def test_the_mcp_tools_answer(isolated_env: Path, vault: Path) -> None:
         assert len((await client.ok("wiki_list"))["notes"]) == 2
 
     serve(isolated_env, test)
+
+
+def test_an_impossible_date_in_the_config_is_a_config_error(tmp_path: Path, vault: Path, env: dict[str, str]) -> None:
+    config = write_file(tmp_path / "config.yaml", "bundleVersion: 2024-02-30\n")
+    result = run(dict(env, AMEM_CONFIG=str(config)), "read", "x")
+    assert result.returncode == 7, result.stderr
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "config" and "not a real date" in error["message"]
