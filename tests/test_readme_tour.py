@@ -48,6 +48,7 @@ def test_the_tour_runs_as_written(isolated_env: Path, tmp_path: Path) -> None:
     assert "changed meanwhile" not in result.stdout
     lines = result.stdout.splitlines()
     assert "notes/auth.md" in lines  # the search's first hit
+    assert "notes/login.md" in lines  # the Chinese search's first hit
     assert '"notes/auth.md"' in lines  # the linked note of decisions/keys
     assert "amem: write notes/auth.md" in " ".join(lines)
     todo = (project / ".amem" / "memory" / "notes" / "todo.md").read_text()

@@ -17,6 +17,8 @@ from .errors import AmemError, ConfigError, InternalError, Interrupted, IoError,
 from .output import emit_error, silence_stdout
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from .config import Config
     from .report import Reporter
 
@@ -38,6 +40,24 @@ COMMANDS = (
     "mcp",
 )
 
+#: `amem help [COMMAND]`, as git users type it: hidden (`--help` is the documented way), so the command
+#: list, the man page and the README reference stay the registry's.
+HELP = "help"
+
+
+def _no_such_command(name: str) -> str:
+    """Click's words for an unknown command, with the nearest one as a guess, as git and options do."""
+    import difflib
+
+    message = f"No such command {name!r}."
+    guesses = difflib.get_close_matches(name, [*COMMANDS, HELP], n=1, cutoff=0.6)
+    return f"{message} Did you mean {guesses[0]}?" if guesses else message
+
+
+#: Commands that serve until stopped and print no result first: the warnings of their start go out
+#: as plain lines when they start, not when they end. (`index --watch` releases them with its first line.)
+SERVING = frozenset({"watch", "mcp"})
+
 
 class AppContext:
     """Built once in the root group and handed to commands with pass_app; loads config on first use."""
@@ -52,9 +72,9 @@ class AppContext:
     def reporter(self) -> Reporter:
         """Where the library's warnings and progress go: stderr."""
         if self._reporter is None:
-            from .report import StderrReporter
+            from .report import StderrReporter, run_reporter
 
-            self._reporter = StderrReporter()
+            self._reporter = run_reporter() or StderrReporter()
         return self._reporter
 
     @property
@@ -76,6 +96,10 @@ class AppContext:
             current = click.get_current_context(silent=True)
             if problem and (current is None or current.command.name != "info"):  # info reports it instead
                 raise ConfigError(problem)
+            if current is not None and current.command.name in SERVING:
+                from .report import release_warnings
+
+                release_warnings()  # it runs until stopped: what it met so far is said now
             self._config = config
         return self._config
 
@@ -91,11 +115,27 @@ class AmemGroup(click.Group):
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMANDS:
+        if cmd_name not in COMMANDS and cmd_name != HELP:
             return None
         module = importlib.import_module(f"amem.commands.{cmd_name}")
         command: click.Command = module.command
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            raise click.UsageError(_no_such_command(name), ctx)
+        return super().resolve_command(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        items = super().shell_complete(ctx, incomplete)
+        if incomplete and HELP.startswith(incomplete):  # hidden from the list, offered to a typed prefix
+            from click.shell_completion import CompletionItem
+
+            items.append(CompletionItem(HELP, help="Print amem's help, or a command's."))
+        return items
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -194,33 +234,50 @@ def _unexpected(exc: Exception) -> AmemError:
 
 
 def _run_translating_errors(invoke: Callable[[], object]) -> int:
+    """Run `invoke`; its exit code. On failure the error object goes to stderr with the warnings met
+    before it folded in (stderr holds one JSON document); on success they are printed as lines."""
+    from .report import end_run, start_run
+
+    reporter = start_run()
+    try:
+        code, error = _outcome(invoke)
+    finally:
+        end_run()
+    if error is None:
+        reporter.release()
+        return code
+    document = error.to_json()
+    warnings = reporter.take_held()
+    if warnings:
+        document["error"]["warnings"] = warnings
+    emit_error(document)
+    return code
+
+
+def _outcome(invoke: Callable[[], object]) -> tuple[int, AmemError | None]:
+    """(exit code, the error to report or None): every failure as amem's own error, never a traceback."""
     try:
         invoke()
     except AmemError as exc:
-        emit_error(exc.to_json())
-        return exc.exit_code
+        return exc.exit_code, exc
     except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
+        return int(exc.exit_code or 0), None
     except (click.exceptions.Abort, KeyboardInterrupt):
-        emit_error(Interrupted("interrupted (Ctrl-C)").to_json())
-        return Interrupted.exit_code
+        return Interrupted.exit_code, Interrupted("interrupted (Ctrl-C)")
     except click.UsageError as exc:
-        emit_error(UsageError(_usage_message(exc)).to_json())
-        return UsageError.exit_code
+        return UsageError.exit_code, UsageError(_usage_message(exc))
     except click.ClickException as exc:
-        emit_error(UsageError(exc.format_message()).to_json())
-        return exc.exit_code
+        return exc.exit_code, UsageError(exc.format_message())
     except BrokenPipeError:
         # A reader such as `head` went away; nothing more can be said on stdout.
         silence_stdout()
-        return 1
+        return 1, None
     except Exception as exc:  # the last line of defence: JSON, never a traceback
         if os.environ.get("AMEM_DEBUG"):
             raise
         error = _unexpected(exc)
-        emit_error(error.to_json())
-        return error.exit_code
-    return 0
+        return error.exit_code, error
+    return 0, None
 
 
 def run(argv: list[str] | None = None) -> int:

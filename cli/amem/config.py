@@ -165,6 +165,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"config file {path}: YAML syntax error{where}: {problem}", file=str(path)) from None
+    except (ValueError, OverflowError) as exc:  # a value shaped like a date or time that names none
+        raise ConfigError(f"config file {path}: a value is not a real date or time ({exc})", file=str(path)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

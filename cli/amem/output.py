@@ -52,6 +52,9 @@ def emit(data: Any, stream: TextIO | None = None) -> None:
         raise IoError(f"cannot print the result: {exc.strerror or type(exc).__name__}") from None
     except ValueError:  # the stream was closed
         raise IoError("cannot print the result: stdout is closed") from None
+    from .report import release_warnings
+
+    release_warnings()  # the result is out: what was held is said now, as plain lines
 
 
 def emit_written(data: dict[str, Any]) -> None:
@@ -77,19 +80,29 @@ def emit_line(data: Any, stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
     out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
     out.flush()
+    from .report import release_warnings
+
+    release_warnings()
 
 
 def emit_error(error: dict[str, Any]) -> None:
-    sys.stderr.write(json.dumps(error, ensure_ascii=False) + "\n")
-    sys.stderr.flush()
+    """The error object on stderr; when stderr is closed or refuses it, nothing (the exit code still
+    tells the kind of failure)."""
+    if sys.stderr is None:
+        return
+    with suppress(OSError, ValueError):
+        sys.stderr.write(json.dumps(error, ensure_ascii=False) + "\n")
+        sys.stderr.flush()
 
 
 def warn(message: str) -> None:
     """A diagnostic for humans on stderr; never on stdout."""
-    sys.stderr.write(f"amem: warning: {message}\n")
-    sys.stderr.flush()
+    info(f"warning: {message}")
 
 
 def info(message: str) -> None:
-    sys.stderr.write(f"amem: {message}\n")
-    sys.stderr.flush()
+    if sys.stderr is None:
+        return
+    with suppress(OSError, ValueError):
+        sys.stderr.write(f"amem: {message}\n")
+        sys.stderr.flush()

@@ -75,11 +75,16 @@ class _TerminalProgress(Progress):
 
 class StderrReporter(Reporter):
     """The command line's reporter: `amem: warning: …` lines on stderr, each message once per process,
-    and progress only when stderr is a terminal."""
+    and progress only when stderr is a terminal.
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    With `hold`, warnings wait until the run's outcome is known (SPEC §9): on success `release()` prints
+    them as lines; on failure `take_held()` hands them to the error object, so that stderr holds one JSON
+    document. A command that starts serving (its first output, a keeper, a watcher) releases them then."""
+
+    def __init__(self, stream: TextIO | None = None, *, hold: bool = False) -> None:
         self._stream = stream
         self._said: set[str] = set()
+        self._held: list[str] | None = [] if hold else None
 
     @property
     def stream(self) -> TextIO:
@@ -89,8 +94,30 @@ class StderrReporter(Reporter):
         if message in self._said:
             return
         self._said.add(message)
-        self.stream.write(f"amem: warning: {message}\n")
-        self.stream.flush()
+        if self._held is not None:
+            self._held.append(message)
+        else:
+            self._write(message)
+
+    def _write(self, message: str) -> None:
+        stream = self.stream
+        if stream is None:  # stderr closed: nowhere to say it
+            return
+        try:
+            stream.write(f"amem: warning: {message}\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def release(self) -> None:
+        """Print the held warnings and hold no more."""
+        for message in self.take_held():
+            self._write(message)
+
+    def take_held(self) -> list[str]:
+        """The warnings held so far, to fold into an error object; none are held after."""
+        held, self._held = self._held or [], None
+        return held
 
     def progress(self, label: str, total: int) -> Progress:
         try:
@@ -98,3 +125,29 @@ class StderrReporter(Reporter):
         except (AttributeError, ValueError):
             tty = False
         return _TerminalProgress(self.stream, label, total) if tty and total > 0 else Progress()
+
+
+#: The command line's reporter for the run under way (one per `amem` invocation), or None.
+_run_reporter: StderrReporter | None = None
+
+
+def start_run() -> StderrReporter:
+    """A new held reporter for one command-line run; `run_reporter()` returns it until `end_run()`."""
+    global _run_reporter
+    _run_reporter = StderrReporter(hold=True)
+    return _run_reporter
+
+
+def end_run() -> None:
+    global _run_reporter
+    _run_reporter = None
+
+
+def run_reporter() -> StderrReporter | None:
+    return _run_reporter
+
+
+def release_warnings() -> None:
+    """The run is producing its result (or starts serving): its held warnings go out as lines now."""
+    if _run_reporter is not None:
+        _run_reporter.release()

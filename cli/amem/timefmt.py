@@ -20,7 +20,8 @@ def from_epoch(seconds: float, tz: tzinfo | None) -> str:
 
 
 def normalise(value: object, tz: tzinfo | None) -> object:
-    """A `created`/`updated` value at second precision with an offset; unparseable values stay as they are."""
+    """A `created`/`updated` value at second precision with an offset; values that name no moment the
+    zone can hold (`2023-11-31`, `0001-01-01T00:00:00+05:00` moved west) stay as they are."""
     if isinstance(value, datetime):
         moment = value
     elif isinstance(value, date):
@@ -32,8 +33,11 @@ def normalise(value: object, tz: tzinfo | None) -> object:
             return value
     else:
         return value
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=tz) if tz else moment.astimezone()
-    else:
-        moment = moment.astimezone(tz) if tz else moment.astimezone()
+    try:  # a moment at the edge of the calendar can fall off it when moved to another zone
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=tz) if tz else moment.astimezone()
+        else:
+            moment = moment.astimezone(tz) if tz else moment.astimezone()
+    except (OverflowError, ValueError):
+        return value
     return iso(moment)

@@ -26,7 +26,8 @@ def command(app: AppContext) -> None:
     the JSON the matching command prints, as structured content; a failure is a tool error carrying the
     command's {"error": {code, message}}. The vault and config come from the same flags, environment and
     files as every other command. It keeps the vault's index fresh itself (as `amem index --watch` does), so
-    no call checks every note. Logs go to stderr. Needs the mcp extra: pip install "amem[mcp]".
+    no call checks every note. Logs go to stderr. Needs the mcp extra: pip install ".[mcp]" in an amem
+    checkout, or pip install "amem[mcp]" from a package index.
     """
     from ..errors import UsageError
 
@@ -36,5 +37,8 @@ def command(app: AppContext) -> None:
     except ImportError as exc:
         if exc.name is None or not (exc.name == "mcp" or exc.name.startswith(("mcp.", "mcp_types", "pydantic"))):
             raise
-        raise UsageError('amem mcp needs the MCP SDK: pip install "amem[mcp]"') from None
+        raise UsageError(
+            'amem mcp needs the MCP SDK, the mcp extra: pip install ".[mcp]" in an amem checkout, '
+            'or pip install "amem[mcp]" from a package index'
+        ) from None
     serve(config)

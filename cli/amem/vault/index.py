@@ -27,7 +27,7 @@ from ..digest import sha1_hex
 from ..errors import InternalError
 from ..report import Reporter
 from .links import LinkResolver, extract_links, link_key, normalise_target, resolution_keys
-from .paths import may_read
+from .paths import may_read, open_regular
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -564,7 +564,7 @@ class VaultIndex:
             if note_id in queued or note_id in removed:
                 continue
             try:
-                with open(os.path.join(root, note_id), "rb") as handle:
+                with open_regular(os.path.join(root, note_id)) as handle:
                     handle.read().decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
@@ -880,7 +880,7 @@ class _Batch:
         try:
             if os.path.islink(path) and not may_read(path, self.real_root):
                 raise PermissionError(13, "it leads outside the vault")
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 data = handle.read()
                 st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
             mtime_ns, size = st.st_mtime_ns, st.st_size
@@ -1011,7 +1011,7 @@ class _Batch:
         try:
             if os.path.islink(path) and not may_read(path, self.real_root):
                 return ""
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 data = handle.read()
         except OSError:
             return ""  # gone since the first pass: the next refresh removes it
@@ -1118,7 +1118,7 @@ def run_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> None:
 
 def _digest_of(path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             return sha1_hex(handle.read())
     except OSError:
         return None

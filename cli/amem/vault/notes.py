@@ -32,7 +32,9 @@ def _yaml() -> tuple[type[yaml.SafeLoader], type[yaml.SafeDumper]]:
 
 
 def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
-    """The timestamp as written, in ISO-8601 form, keeping its own offset (PyYAML would move it to UTC)."""
+    """The timestamp as written, in ISO-8601 form, keeping its own offset (PyYAML would move it to UTC).
+    A value shaped like a timestamp that names no real moment (`2024-02-30`, `25:61:61`, an offset
+    past a day) is the plain string it was written as (SPEC §2): one such note must break nothing."""
     import yaml
 
     text = str(node.value).strip()
@@ -41,8 +43,12 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
             return date.fromisoformat(text).isoformat()
         return datetime.fromisoformat(text.replace("t", "T").replace("z", "Z")).isoformat()
     except ValueError:
+        pass
+    try:
         value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)
-        return value.isoformat() if isinstance(value, date | datetime) else text
+    except (ValueError, OverflowError):
+        return str(node.value)
+    return value.isoformat() if isinstance(value, date | datetime) else text
 
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")

@@ -23,7 +23,7 @@ from ..report import Reporter
 from ..timefmt import iso, now
 from .links import LinkResolver, link_key, link_spans, normalise_target, resolution_keys
 from .notes import parse_note, version_of
-from .paths import NoteRef, resolve_note
+from .paths import NoteRef, open_regular, read_regular, resolve_note
 from .write import (
     _make_parents,
     _remember,
@@ -53,7 +53,7 @@ def _lock_key(ref: NoteRef) -> str:
 
 def _read_existing(ref: NoteRef, verb: str) -> bytes:
     try:
-        with open(ref.path, "rb") as handle:
+        with open_regular(ref.path) as handle:
             return handle.read()
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(f"cannot {verb} note {quote(ref.id)}: no such note") from None
@@ -517,7 +517,7 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
         return 0  # a file amem refuses to write (a name it does not accept as an id)
     step = journal.steps.get(note_id)
     try:
-        current = ref.path.read_bytes()
+        current = read_regular(ref.path)
     except OSError:
         return 0  # gone since the index saw it: no links left to rewrite
     if step is not None and version_of(current) == step.get("after"):

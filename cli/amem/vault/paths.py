@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from ..errors import InvalidId
 from ..output import quote
@@ -101,6 +103,59 @@ def may_read(path: str, real_root: str) -> bool:
     return is_inside(real, real_root)
 
 
+#: What `stat` calls the files that are not notes, for the message that refuses one.
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+
+
+def _kind(mode: int) -> str:
+    return _KINDS.get(stat.S_IFMT(mode), "not a file")
+
+
+class NotARegularFile(OSError):
+    """A FIFO, socket or device where a note's file should be. An OSError, so that every reader that
+    skips an unreadable file (the index scan, snippets, linked notes) skips this one too."""
+
+    def __init__(self, mode: int) -> None:
+        super().__init__(errno.EINVAL, f"it is {_kind(mode)}, not a regular file; only regular files are notes")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """The note file at `path`, open for reading its bytes; NotARegularFile at once when it is a FIFO,
+    socket or device, IsADirectoryError for a folder. The one way amem opens a note to read it.
+
+    Opened without blocking, then checked on the open descriptor: a FIFO's plain open waits for a writer
+    that may never come, and a check before the open could be raced by a FIFO put there after it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the note file at `path`, as open_regular opens it."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
+def _refuse_special(path: str, note_id: str) -> None:
+    """InvalidId when `path` (or what its symlink leads to) is a FIFO, socket or device: every command
+    refuses such a note before it does anything, rather than open it and wait."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing, or each command says why it cannot use it
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        raise InvalidId(f"cannot use note {quote(note_id)}: {NotARegularFile(mode).strerror}")
+
+
 def vault_problem(config: Config) -> str | None:
     """Why the configured vault cannot be a vault (its path is a file, or runs through one), else None.
     Named by its last segment and where it is set, never by its host path."""
@@ -133,4 +188,5 @@ def resolve_note(config: Config, raw_id: str) -> NoteRef:
     # symlink, so this checks the nearest existing ancestor and any link target against the real vault.
     if not is_inside(os.path.realpath(path), os.path.realpath(root)):
         raise InvalidId(f"invalid note id {quote(note_id)}: it resolves through a symlink to outside the vault")
+    _refuse_special(path, note_id)
     return NoteRef(note_id, Path(path))

@@ -12,7 +12,7 @@ from .conflicts import has_conflict_copy
 from .index import VaultIndex
 from .links import extract_links
 from .notes import note_title, parse_note, version_of
-from .paths import NoteRef, may_read, resolve_note
+from .paths import NoteRef, may_read, open_regular, resolve_note
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
     try:
-        with open(ref.path, "rb") as handle:
+        with open_regular(ref.path) as handle:
             data = handle.read()
             st = os.fstat(handle.fileno())
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):

@@ -7,12 +7,13 @@ snippets, expiry). Tags and folders narrow a search before `total` is counted.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..report import Reporter
-from .paths import may_read
+from .paths import may_read, open_regular
 from .rank import Filter, Ranker
 from .simple_yaml import split_frontmatter
 from .tokenize import Query, fold, title_key
@@ -177,7 +178,7 @@ def _snippet(config: Config, note_id: str, query: Query) -> str:
     try:
         if not may_read(path, os.path.realpath(root)):
             return ""
-        with open(path, encoding="utf-8") as handle:
+        with io.TextIOWrapper(open_regular(path), encoding="utf-8") as handle:
             body = split_frontmatter(handle.read())[1]
     except (OSError, UnicodeDecodeError):
         return ""  # gone or changed since the refresh: the hit stands, the excerpt cannot be shown

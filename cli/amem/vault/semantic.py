@@ -690,10 +690,11 @@ def note_reader(config: Config, conn: sqlite3.Connection) -> Callable[[str], Not
     import os
 
     from .notes import version_of
+    from .paths import open_regular
 
     def read(note_id: str) -> NoteText | None:
         try:
-            with open(os.path.join(config.vault_root, note_id), "rb") as handle:
+            with open_regular(os.path.join(config.vault_root, note_id)) as handle:
                 data = handle.read()
             text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError):

@@ -33,16 +33,18 @@ def _scalar(text: str) -> Any:
         return _NO
     if _INTEGER.match(text):
         return int(text)
+    # Both shapes lie inside YAML's timestamp pattern, so a value of either shape that names no real
+    # day or moment (`2024-02-30`, `25:61:61`) is, as the note parser keeps it, the text as written.
     if _DATE.match(text):
         try:
             return date.fromisoformat(text).isoformat()
         except ValueError:
-            return _NO
+            return text
     if _DATETIME.match(text):
         try:  # as the note parser keeps a YAML timestamp: ISO-8601 text with its own offset
             return datetime.fromisoformat(text).isoformat()
         except ValueError:
-            return _NO
+            return text
     if _PLAIN.match(text) and text.casefold().strip(".") not in _SPECIAL and ": " not in text:
         if text.endswith((" ", ":")) or " #" in text:
             return _NO

@@ -19,7 +19,7 @@ from ..errors import AmemError, Conflict, InternalError, InvalidId, IoError, Not
 from ..output import quote
 from ..timefmt import iso, normalise, now
 from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
-from .paths import NoteRef, is_inside, resolve_note
+from .paths import NotARegularFile, NoteRef, is_inside, open_regular, resolve_note
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -176,7 +176,7 @@ def _write_failure(note_id: str, exc: OSError, verb: str = "write") -> AmemError
     """An OSError as amem reports it: the vault-relative id and the system's reason, never a host path."""
     reason = "a folder on its path is a file" if exc.errno == errno.ENOTDIR else exc.strerror or type(exc).__name__
     message = f"cannot {verb} note {quote(note_id)}: {reason}"
-    if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG):
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG) or isinstance(exc, NotARegularFile):
         return InvalidId(message)
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO):
         return IoError(message)
@@ -209,9 +209,9 @@ def update_note(
         _remove_stale_temporaries(target)
         sweep_folder(config, os.path.dirname(target))
         try:
-            with open(target, "rb") as handle:
+            with open_regular(target) as handle:
                 old: bytes | None = handle.read()
-            mode: int | None = os.stat(target).st_mode & 0o7777
+                mode: int | None = os.fstat(handle.fileno()).st_mode & 0o7777
         except FileNotFoundError:
             old, mode = None, None
         except IsADirectoryError:
