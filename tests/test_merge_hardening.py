@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -333,3 +334,16 @@ def test_random_histories_keep_every_append_once_and_every_edit_under_its_headin
             history.merge(machine, others[pick % len(others)], pick)
     for machine in machines[1:]:
         history.merge(machines[0], machine, 0)
+
+
+def test_the_driver_loads_only_the_standard_library() -> None:
+    """git starts the driver once per note both sides changed: its start-up is its cost."""
+    code = (
+        "import sys; before = set(sys.modules); import amem.vault.merge; "
+        "print('\\n'.join(sorted(set(sys.modules) - before)))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = {name.split(".")[0] for name in proc.stdout.split()}
+    assert "amem" in loaded
+    assert loaded - {"amem"} <= set(sys.stdlib_module_names)
+    assert not loaded & {"typing", "subprocess", "tempfile", "yaml"}  # the line merge loads its own when needed

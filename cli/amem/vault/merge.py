@@ -33,8 +33,8 @@ import os
 import re
 import sys
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing typing would cost the driver's start-up more than it merges
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -169,14 +169,14 @@ def _blocks(body: str) -> list[_Block]:
         paragraph.clear()
 
     for line in body.split("\n"):
-        code = _CODE_FENCE.match(line)
+        code = _CODE_FENCE.match(line) if line[:4].lstrip()[:1] in ("`", "~") else None
         if code:
             mark = code.group(1)
             if fence is None:
                 fence = mark
             elif mark[0] == fence[0] and len(mark) >= len(fence) and not line.strip()[len(mark) :]:
                 fence = None
-        elif fence is None and (heading := _STAMP_HEADING.match(line)):
+        elif fence is None and line.startswith("##") and (heading := _STAMP_HEADING.match(line)):
             moment = _stamp(heading.group(1))
             if moment is not None:
                 close()
@@ -273,9 +273,8 @@ def _gaps(old: list[str], new: list[str]) -> list[list[str]] | None:
     return gaps if matched == len(old) else None
 
 
-def _sides(base: str, ours: str, theirs: str) -> tuple[str, _Side, _Side]:
-    """The ancestor's text, and each side split against it."""
-    blocks = _blocks(base)
+def _sides(blocks: list[_Block], ours: str, theirs: str) -> tuple[str, _Side, _Side]:
+    """The ancestor's text, and each side split against the ancestor's blocks."""
     keys = _counts([block.key for block in blocks])
     # A heading the ancestor has twice cannot say which section a side added to: only edits there.
     index: dict[str, _Block | None] = {b.key: (b if keys[b.key] == 1 and b.key else None) for b in blocks}
@@ -325,19 +324,20 @@ def _insert(head: list[_Block], key: str, gaps: list[list[str]], old: list[str])
 
 
 def _place(head: list[_Block], sections: list[_Block]) -> list[_Block]:
-    """The appended sections put among the merged text's sections in timestamp order."""
-    merged = list(head)
+    """The appended sections put among the merged text's sections in timestamp order: each goes before
+    the first of the merged text's sections that is later (the merged text keeps its own order)."""
+    if {block.key for block in head} & {section.key for section in sections}:
+        raise _Conflict  # the other side's edits made a heading that this side appended
+    merged: list[_Block] = []
+    at = 0
     for section in sorted(sections, key=lambda s: (s.moment, s.key)):
-        if any(block.key == section.key for block in head):
-            raise _Conflict  # the other side's edits made a heading that this side appended
-        later = [
-            i
-            for i, block in enumerate(merged)
-            if block.key and (block.moment, block.key) > (section.moment, section.key)
-        ]
+        order = (section.moment, section.key)
+        while at < len(head) and not (head[at].key and (head[at].moment, head[at].key) > order):
+            merged.append(head[at])
+            at += 1
         section.lines = ["\n\n".join([section.key, *section.paragraphs])]
-        merged.insert(later[0] if later else len(merged), section)
-    return merged
+        merged.append(section)
+    return merged + head[at:]
 
 
 def merge_body(base: str, ours: str, theirs: str, merge_lines: _LineMerge) -> str:
@@ -345,7 +345,8 @@ def merge_body(base: str, ours: str, theirs: str, merge_lines: _LineMerge) -> st
 
     Each side is split into the ancestor's text as it edited it and what it appended (see the module's
     docstring); the edited texts merge line by line, and the appends are added to that, by content."""
-    base_head, mine, other = _sides(base, ours, theirs)
+    ancestor = _blocks(base)
+    base_head, mine, other = _sides(ancestor, ours, theirs)
     if mine.head == other.head or other.head == base_head:
         head = mine.head
     elif mine.head == base_head:
@@ -353,7 +354,7 @@ def merge_body(base: str, ours: str, theirs: str, merge_lines: _LineMerge) -> st
     else:
         head = merge_lines(base_head + "\n", mine.head + "\n", other.head + "\n")
     blocks = _blocks(head)
-    old = {block.key: block.paragraphs for block in _blocks(base)}
+    old = {block.key: block.paragraphs for block in ancestor}
     for key in dict.fromkeys([*mine.inserted, *other.inserted]):
         before = old[key]
         none: list[list[str]] = [[] for _ in range(len(before) + 1)]
