@@ -173,6 +173,19 @@ def test_two_machines_appending_in_the_same_second_after_an_edit_do_not_conflict
     assert merge_texts(base, theirs, ours) == (True, merged)  # the same note on both machines
 
 
+def test_three_machines_appending_in_the_same_second_never_conflict() -> None:
+    """C's append reached A and B before they merged each other: relative to C's version, each of A and B
+    added a paragraph before C's, at the same place. Both additions are kept, nothing conflicts."""
+    start, stamp = "intro\n", "## 2026-01-01T00:00:00+00:00"
+    c, a, b = (f"{start}\n{stamp}\n\n{m}-1\n" for m in "cab")
+    clean_a, a_with_c = merge_texts(start, a, c)
+    clean_b, b_with_c = merge_texts(start, b, c)
+    assert clean_a and clean_b
+    clean, merged = merge_texts(c, a_with_c, b_with_c)
+    assert clean and merged == f"{start}\n{stamp}\n\na-1\n\nb-1\n\nc-1\n"
+    assert merge_texts(c, b_with_c, a_with_c) == (True, merged)
+
+
 def test_an_edit_next_to_text_the_other_side_deleted_elsewhere_merges_by_lines() -> None:
     base = "## Decisions\n\n- one\n\n- two\n\n- three\n"
     clean, merged = merge_texts(base, base.replace("- one", "- ONE"), base.replace("\n- three\n", "\n"))
@@ -195,7 +208,8 @@ APPENDED = re.compile(r"^[a-c]-\d+$")
 
 class _History:
     """Random histories of one note on two or three replicas: appends, line edits inside sections and
-    inserted paragraphs, merged with any merge base git could pick (criss-cross merges give several).
+    inserted paragraphs, merged with the merge base git hands the driver (after criss-cross merges there
+    are several, and git merges them into a virtual one first).
 
     Every item (an append `a-3`, an inserted paragraph `ai2`) is one line; an edit adds ` e<n>` to one.
     `where` maps each item and edit to the heading it was made under. A machine edits only the lines it
