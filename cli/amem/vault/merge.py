@@ -1,19 +1,28 @@
-"""The git merge driver for notes: appends made on two machines merge, in timestamp order.
+"""The git merge driver for notes: edits merge line by line, appends made on two machines merge by content.
 
 git runs it as `python -m amem.vault.merge %O %A %B %L %P` (registered by `amem sync`) for every note both
-sides changed. It reads the common ancestor (O), ours (A) and theirs (B), writes the result into A, and exits
-0 when the merge is clean or 1 for a real conflict (git then records one).
+sides changed; `amem sync` applies the same `merge_texts` in-process. It reads the common ancestor (O), ours
+(A) and theirs (B), writes the result into A, and exits 0 when the merge is clean or 1 for a real conflict
+(the file then holds git's conflict markers, and git records a conflict).
 
 - Frontmatter merges key by key: a key one side changed takes that side's value; when both changed it,
   `updated` takes the later timestamp and `created` the earlier; any other key changed differently on both
   sides is a conflict.
-- The body merges by content: it is cut into `## <timestamp>` sections (keyed by the heading) and each
-  section into paragraphs, and each section ends with the paragraphs of both sides (a paragraph one side
-  removed is removed; one both added is kept once), sections in timestamp order, one blank line between
-  blocks. So appends made on two machines always merge, whatever order earlier merges put them in. When
-  one side left the body alone, the other side's body is taken as it is. When both sides removed or edited
-  something of the ancestor's, git's own line merge (`git merge-file`) decides; when it cannot, the file
-  gets git's conflict markers and the merge is a conflict.
+- The body: when one side left it alone, the other side's is taken as it is. Otherwise each side is split
+  against the ancestor into three parts, and only the appends may move:
+  1. the **ancestor's text as that side edited it**: everything but the two kinds of appends below;
+  2. **paragraphs added to a `## <timestamp>` section of the ancestor** without changing any of the
+     section's own paragraphs (what `amem write` does within the same second), each noted with its place:
+     before which of the ancestor's paragraphs, or after the last;
+  3. **whole `## <timestamp>` sections the ancestor does not have**.
+  Part 1 of the two sides merges as a three-way line merge (`git merge-file`); if that conflicts, the note
+  is a conflict. Into the result go both sides' part 2, each at its place in its section (two sides'
+  additions at one place both, each side's in its order), and both sides' part 3, unioned by content
+  (sections with the same heading become one; a paragraph both added is kept once), each placed among
+  the sections in timestamp order. When an addition has no sure place (its section was removed or its
+  neighbours edited away on the other side) the note is a conflict too, never a guess.
+  So appends on any number of machines merge in any order, an edit stays under the heading it was made
+  under, and only whole appended sections are ordered by timestamp.
 
 Only the standard library is imported: git starts this once per conflicting note, so start-up is the cost.
 """
@@ -24,6 +33,13 @@ import os
 import re
 import sys
 from datetime import datetime
+
+TYPE_CHECKING = False  # not typing's: importing typing would cost the driver's start-up more than it merges
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    #: A three-way line merge of (base, ours, theirs); raises _Conflict when the sides' changes overlap.
+    _LineMerge = Callable[[str, str, str], str]
 
 _FENCE_LINE = re.compile(r"^---[ \t]*$")
 _KEY_LINE = re.compile(r"^([^\s#:][^:]*?)[ \t]*:(?:[ \t]|$)")
@@ -118,53 +134,63 @@ def _stamp(text: str) -> float | None:
         return None
 
 
-class _Section:
-    """A `## <timestamp>` section (or the text before the first one): its heading and its paragraphs."""
+class _Block:
+    """A `## <timestamp>` section (key: its heading line) or the text before the first one (key ""), as
+    written, with its paragraphs: blocks between blank lines, a fenced block whole."""
 
-    __slots__ = ("heading", "moment", "paragraphs")
+    __slots__ = ("key", "lines", "moment", "paragraphs")
 
-    def __init__(self, heading: str, moment: float) -> None:
-        self.heading = heading
+    def __init__(self, key: str, moment: float) -> None:
+        self.key = key
         self.moment = moment
+        self.lines: list[str] = []
         self.paragraphs: list[str] = []
 
+    @property
+    def text(self) -> str:
+        """The block as written, without the blank lines that end it."""
+        end = len(self.lines)
+        while end and not self.lines[end - 1].strip():
+            end -= 1
+        return "\n".join(self.lines[:end])
 
-def _sections(body: str) -> dict[str, _Section]:
-    """The body cut at its `## <timestamp>` headings (outside code), and each section into paragraphs
-    (blocks between blank lines, a fenced block whole). A heading that occurs twice is one section."""
-    preamble = _Section("", float("-inf"))
-    sections = {"": preamble}
-    current = preamble
-    block: list[str] = []
+
+def _blocks(body: str) -> list[_Block]:
+    """The body cut, in order, at its `## <timestamp>` headings outside code."""
+    current = _Block("", float("-inf"))
+    blocks = [current]
+    paragraph: list[str] = []
     fence: str | None = None
 
     def close() -> None:
-        text = "\n".join(block).strip("\n")
+        text = "\n".join(paragraph).strip("\n")
         if text.strip():
             current.paragraphs.append(text)
-        block.clear()
+        paragraph.clear()
 
     for line in body.split("\n"):
-        code = _CODE_FENCE.match(line)
+        code = _CODE_FENCE.match(line) if line[:4].lstrip()[:1] in ("`", "~") else None
         if code:
             mark = code.group(1)
             if fence is None:
                 fence = mark
             elif mark[0] == fence[0] and len(mark) >= len(fence) and not line.strip()[len(mark) :]:
                 fence = None
-        elif fence is None and (heading := _STAMP_HEADING.match(line)):
+        elif fence is None and line.startswith("##") and (heading := _STAMP_HEADING.match(line)):
             moment = _stamp(heading.group(1))
             if moment is not None:
                 close()
-                key = line.rstrip()
-                current = sections.setdefault(key, _Section(key, moment))
+                current = _Block(line.rstrip(), moment)
+                current.lines.append(line)
+                blocks.append(current)
                 continue
+        current.lines.append(line)
         if fence is None and not line.strip():
             close()
         else:
-            block.append(line)
+            paragraph.append(line)
     close()
-    return sections
+    return blocks
 
 
 def _counts(items: list[str]) -> dict[str, int]:
@@ -174,52 +200,174 @@ def _counts(items: list[str]) -> dict[str, int]:
     return counts
 
 
-def _removed(base: dict[str, _Section], side: dict[str, _Section]) -> bool:
-    """True when `side` lost a paragraph the ancestor had: it edited or deleted, not only appended."""
-    for key, section in base.items():
-        have = _counts(side[key].paragraphs) if key in side else {}
-        for paragraph, count in _counts(section.paragraphs).items():
-            if have.get(paragraph, 0) < count:
-                return True
-    return False
+def _union(one: list[str], other: list[str]) -> list[str]:
+    """Two sides' appended paragraphs, each side's in its order, one both added kept once; the same list
+    whichever side is which, so that two machines merging each other agree."""
+    first, second = sorted((one, other))
+    if second[: len(first)] == first:
+        return second
+    have = _counts(first)
+    merged = list(first)
+    for paragraph in second:
+        if have.get(paragraph, 0) > 0:
+            have[paragraph] -= 1
+        else:
+            merged.append(paragraph)
+    return merged
 
 
-def merge_appends(base: str, ours: str, theirs: str) -> str | None:
-    """Both sides' sections and paragraphs merged, sections in timestamp order; None when both sides
-    removed or edited something of the ancestor's (a real conflict, or git's line merge to decide).
-
-    The merge is by content, not by position: each section (keyed by its heading) ends with the
-    paragraphs of both sides, so two machines that merged each other's appends in different orders
-    still agree on what a note holds."""
-    b, o, t = _sections(base), _sections(ours), _sections(theirs)
-    if _removed(b, o) and _removed(b, t):
-        return None
-    keys = list(dict.fromkeys([*o, *t]))
-    merged: list[_Section] = []
-    for key in keys:
-        mine = o[key].paragraphs if key in o else []
-        other = t[key].paragraphs if key in t else []
-        before = _counts(b[key].paragraphs) if key in b else {}
-        cm, co = _counts(mine), _counts(other)
-        wanted: dict[str, int] = {}
-        for paragraph in dict.fromkeys([*mine, *other]):
-            cb, x, y = before.get(paragraph, 0), cm.get(paragraph, 0), co.get(paragraph, 0)
-            wanted[paragraph] = y if x == cb else x if y == cb else max(x, y)
-        section = _Section(key, (o.get(key) or t[key]).moment)
-        for paragraph in [*mine, *other]:
-            if wanted.get(paragraph, 0) > 0:
-                section.paragraphs.append(paragraph)
+def _union_gaps(ours: list[list[str]], theirs: list[list[str]]) -> list[list[str]]:
+    """Both sides' additions to one section, gap by gap; a paragraph the two sides added at different
+    places is kept once, at its first place."""
+    wanted = _counts([p for gap in ours for p in gap])
+    for paragraph, count in _counts([p for gap in theirs for p in gap]).items():
+        wanted[paragraph] = max(wanted.get(paragraph, 0), count)
+    merged: list[list[str]] = []
+    for mine, other in zip(ours, theirs, strict=True):
+        kept = []
+        for paragraph in _union(mine, other):
+            if wanted[paragraph] > 0:
                 wanted[paragraph] -= 1
-        in_both = key in o and key in t
-        if section.paragraphs or key == "" or in_both or key not in b:
-            merged.append(section)
-    merged.sort(key=lambda s: (s.moment, s.heading))
-    blocks = []
-    for section in merged:
-        parts = ([section.heading] if section.heading else []) + section.paragraphs
-        if parts:
-            blocks.append("\n\n".join(parts))
-    return "\n\n".join(blocks) + "\n" if blocks else ""
+                kept.append(paragraph)
+        merged.append(kept)
+    return merged
+
+
+class _Side:
+    """One side's body relative to the ancestor's: the ancestor's text as this side edited it (`head`),
+    the paragraphs it added to the ancestor's timestamp sections without changing theirs (`inserted`:
+    for each such section, what it added before each of the ancestor's paragraphs and after the last),
+    and the whole timestamp sections the ancestor does not have (`added`)."""
+
+    def __init__(self, blocks: list[_Block], base: dict[str, _Block | None]) -> None:
+        keys = _counts([block.key for block in blocks])
+        self.inserted: dict[str, list[list[str]]] = {}
+        self.added: dict[str, _Block] = {}
+        kept: list[str] = []
+        for block in blocks:
+            if block.key and block.key not in base:
+                section = self.added.setdefault(block.key, _Block(block.key, block.moment))
+                section.paragraphs += block.paragraphs
+                continue
+            old = base.get(block.key)
+            gaps = _gaps(old.paragraphs, block.paragraphs) if old is not None and keys[block.key] == 1 else None
+            if old is not None and gaps is not None:
+                kept.append(old.text)
+                if any(gaps):
+                    self.inserted[block.key] = gaps
+            else:
+                kept.append(block.text)
+        self.head = "\n\n".join(text for text in kept if text.strip())
+
+
+def _gaps(old: list[str], new: list[str]) -> list[list[str]] | None:
+    """When `new` is `old` with paragraphs added: what was added before each of old's paragraphs, and
+    after the last; None when `new` changed, removed or reordered any of old's."""
+    gaps: list[list[str]] = [[] for _ in range(len(old) + 1)]
+    matched = 0
+    for paragraph in new:
+        if matched < len(old) and paragraph == old[matched]:
+            matched += 1
+        else:
+            gaps[matched].append(paragraph)
+    return gaps if matched == len(old) else None
+
+
+def _sides(blocks: list[_Block], ours: str, theirs: str) -> tuple[str, _Side, _Side]:
+    """The ancestor's text, and each side split against the ancestor's blocks."""
+    keys = _counts([block.key for block in blocks])
+    # A heading the ancestor has twice cannot say which section a side added to: only edits there.
+    index: dict[str, _Block | None] = {b.key: (b if keys[b.key] == 1 and b.key else None) for b in blocks}
+    base_head = "\n\n".join(text for block in blocks if (text := block.text).strip())
+    return base_head, _Side(_blocks(ours), index), _Side(_blocks(theirs), index)
+
+
+def _anchor(paragraphs: list[str], old: list[str], gap: int) -> int:
+    """Where in the merged section `paragraphs` the additions made at `gap` of the ancestor's `old` go:
+    before the ancestor's paragraph that followed them, else after the one before them; the start and the
+    end of the section are always sure. Raises _Conflict when the other side's edits leave no sure place."""
+    if gap == 0:
+        return 0
+    if gap == len(old):
+        return len(paragraphs)
+    if paragraphs.count(old[gap]) == 1:
+        return paragraphs.index(old[gap])
+    if paragraphs.count(old[gap - 1]) == 1:
+        return paragraphs.index(old[gap - 1]) + 1
+    raise _Conflict
+
+
+def _insert(head: list[_Block], key: str, gaps: list[list[str]], old: list[str]) -> None:
+    """Add both sides' additions to the merged text's section `key`, each where it was added, less those
+    the section already has (both sides added them, or the other side's edits brought them)."""
+    found = [block for block in head if block.key == key]
+    if len(found) != 1:
+        raise _Conflict  # the section was removed or doubled on the other side: not sure where they go
+    block = found[0]
+    already = _counts(block.paragraphs)
+    for paragraph, count in _counts(old).items():
+        already[paragraph] = already.get(paragraph, 0) - count
+    places: list[tuple[int, int, str]] = []
+    for gap, added in enumerate(gaps):
+        for paragraph in added:
+            if already.get(paragraph, 0) > 0:
+                already[paragraph] -= 1
+            else:
+                places.append((_anchor(block.paragraphs, old, gap), gap, paragraph))
+    if places:
+        places.sort(key=lambda place: (place[0], place[1]))  # stable: a gap's paragraphs stay in order
+        merged = [p for at, _, p in places if at == 0]
+        for n, paragraph in enumerate(block.paragraphs, 1):
+            merged += [paragraph, *(p for at, _, p in places if at == n)]
+        block.paragraphs = merged
+        block.lines = ["\n\n".join([block.key, *merged])]
+
+
+def _place(head: list[_Block], sections: list[_Block]) -> list[_Block]:
+    """The appended sections put among the merged text's sections in timestamp order: each goes before
+    the first of the merged text's sections that is later (the merged text keeps its own order)."""
+    if {block.key for block in head} & {section.key for section in sections}:
+        raise _Conflict  # the other side's edits made a heading that this side appended
+    merged: list[_Block] = []
+    at = 0
+    for section in sorted(sections, key=lambda s: (s.moment, s.key)):
+        order = (section.moment, section.key)
+        while at < len(head) and not (head[at].key and (head[at].moment, head[at].key) > order):
+            merged.append(head[at])
+            at += 1
+        section.lines = ["\n\n".join([section.key, *section.paragraphs])]
+        merged.append(section)
+    return merged + head[at:]
+
+
+def merge_body(base: str, ours: str, theirs: str, merge_lines: _LineMerge) -> str:
+    """The merged body; raises _Conflict when the sides' edits conflict or the appends have no sure place.
+
+    Each side is split into the ancestor's text as it edited it and what it appended (see the module's
+    docstring); the edited texts merge line by line, and the appends are added to that, by content."""
+    ancestor = _blocks(base)
+    base_head, mine, other = _sides(ancestor, ours, theirs)
+    if mine.head == other.head or other.head == base_head:
+        head = mine.head
+    elif mine.head == base_head:
+        head = other.head
+    else:
+        head = merge_lines(base_head + "\n", mine.head + "\n", other.head + "\n")
+    blocks = _blocks(head)
+    old = {block.key: block.paragraphs for block in ancestor}
+    for key in dict.fromkeys([*mine.inserted, *other.inserted]):
+        before = old[key]
+        none: list[list[str]] = [[] for _ in range(len(before) + 1)]
+        ours_gaps, theirs_gaps = mine.inserted.get(key, none), other.inserted.get(key, none)
+        _insert(blocks, key, _union_gaps(ours_gaps, theirs_gaps), before)
+    added: dict[str, _Block] = {}
+    for side in (mine, other):
+        for key, section in side.added.items():
+            if key in added:
+                section.paragraphs = _union(added[key].paragraphs, section.paragraphs)
+            added[key] = section
+    texts = [text for block in _place(blocks, list(added.values())) if (text := block.text).strip()]
+    return "\n\n".join(texts) + "\n" if texts else ""
 
 
 def _merge_file(base: str, ours: str, theirs: str, labels: tuple[str, str, str], marker: str) -> tuple[int, str]:
@@ -248,6 +396,13 @@ def merge_texts(base: str, ours: str, theirs: str, *, name: str = "note", marker
     b, o, t = (x.removeprefix("\ufeff").replace("\r\n", "\n") for x in (base, ours, theirs))
     (bf, bb), (of, ob), (tf, tb) = _split(b), _split(o), _split(t)
     labels = (f"ours:{name}", f"base:{name}", f"theirs:{name}")
+
+    def merge_lines(base: str, ours: str, theirs: str) -> str:
+        status, merged = _merge_file(base, ours, theirs, labels, marker)
+        if status != 0:
+            raise _Conflict
+        return merged
+
     try:
         front = merge_frontmatter(bf, of, tf)
         if ob == tb or tb == bb:
@@ -255,12 +410,7 @@ def merge_texts(base: str, ours: str, theirs: str, *, name: str = "note", marker
         elif ob == bb:
             body = tb
         else:
-            appended = merge_appends(bb, ob, tb)
-            if appended is None:
-                status, appended = _merge_file(bb, ob, tb, labels, marker)
-                if status != 0:
-                    raise _Conflict
-            body = appended
+            body = merge_body(bb, ob, tb, merge_lines)
     except _Conflict:
         _, marked = _merge_file(b, o, t, labels, marker)
         return False, marked
