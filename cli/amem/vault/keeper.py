@@ -41,6 +41,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import WatchError
 from ..report import Reporter
+from .keeperdir import COOKIE_SUFFIX, SYNC_DIR, KeeperFolder, cookie_exists, drop_cookie, open_for_cookie, remove_cookie
+
+__all__ = ["COOKIE_SUFFIX", "SYNC_DIR", "Keeper", "semantic_ranking", "synced"]
 
 if TYPE_CHECKING:
     import queue
@@ -54,8 +57,6 @@ if TYPE_CHECKING:
     from ..watcher.rules import IgnoreRules
     from .index import VaultIndex
 
-SYNC_DIR = ".amem-sync"
-COOKIE_SUFFIX = ".cookie"
 #: How long a command waits for the keeper to confirm a cookie before it walks the vault itself.
 ACK_TIMEOUT = 1.0
 LOCK_FILE = "keeper.lock"
@@ -90,17 +91,24 @@ def synced(index: VaultIndex, timeout: float | None = None) -> bool:
         return False  # starting up, or stopped meanwhile
     if not isinstance(described, dict) or described.get("settings") != index._settings():
         return False
-    cookie = os.path.join(index.config.vault_root, SYNC_DIR, f"{os.getpid()}-{next(_cookies)}{COOKIE_SUFFIX}")
+    folder = open_for_cookie(os.path.abspath(index.config.vault_root))
+    if folder is None:
+        return False  # no folder of the keeper's, or a symlink or a file in its place: walk
     try:
-        os.close(os.open(cookie, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except OSError:
+        return _confirmed(folder, f"{os.getpid()}-{next(_cookies)}{COOKIE_SUFFIX}", timeout)
+    finally:
+        os.close(folder)
+
+
+def _confirmed(folder: int, cookie: str, timeout: float | None) -> bool:
+    """Drop `cookie` in the keeper's folder and wait until the keeper deletes it, or give up."""
+    if not drop_cookie(folder, cookie):
         return False
     deadline = time.monotonic() + (ACK_TIMEOUT if timeout is None else timeout)
     pause = 0.0002
-    while os.path.lexists(cookie):
+    while cookie_exists(folder, cookie):
         if time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                os.unlink(cookie)
+            remove_cookie(folder, cookie)
             return False  # wedged or swamped: the walk is the answer
         time.sleep(pause)
         pause = min(pause * 2, 0.004)
@@ -199,6 +207,8 @@ class Keeper:
         self._listener: socket.socket | None = None
         self._server: threading.Thread | None = None
         self._closing = False
+        #: the keeper's own folder in the vault, open by descriptor from start() to stop()
+        self._folder: KeeperFolder | None = None
 
     # --- life ---------------------------------------------------------------------------------------
 
@@ -225,20 +235,13 @@ class Keeper:
         self.claim()
         cache = self.config.cache_dir
         try:
-            sync = os.path.join(self.root, SYNC_DIR)
-            os.makedirs(sync, exist_ok=True)
-            ignore = os.path.join(sync, ".gitignore")
-            if not os.path.exists(ignore):
-                with open(ignore, "w", encoding="utf-8") as handle:
-                    handle.write("# amem's index keeper: sync cookies, never tracked\n*\n")
+            self._folder = folder = KeeperFolder.open(self.root, self.reporter)
             self._tree = _tree_watcher(self._on_path, self._on_folder, self._on_warning)
             self._tree.add_root(WatchedRoot(path=self.root, project="", rules=_index_rules(self.config, self.root)))
             self._tree.start()
             stats = self._apply(None)  # after the watches are on: no change falls in between
-            for name in os.listdir(sync):
-                if name.endswith(COOKIE_SUFFIX):  # left by commands that gave up waiting
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(sync, name))
+            for name in folder.cookies():  # left by commands that gave up waiting
+                folder.discard(name)
             from .index import VaultIndex
 
             described: dict[str, Any] = {
@@ -280,13 +283,9 @@ class Keeper:
             self._tree = None
         os.close(self._lock_fd)  # releases the lock
         self._lock_fd = None
-        sync = os.path.join(self.root, SYNC_DIR)
-        with contextlib.suppress(OSError):
-            for name in os.listdir(sync):
-                if name.endswith(COOKIE_SUFFIX):
-                    os.unlink(os.path.join(sync, name))
-            os.unlink(os.path.join(sync, ".gitignore"))
-            os.rmdir(sync)
+        if self._folder is not None:
+            self._folder.remove()
+            self._folder = None
 
     # --- semantic ranking ---------------------------------------------------------------------------
 
@@ -399,39 +398,45 @@ class Keeper:
         self.reporter.warn(message)
 
     def _run(self) -> None:
-        while True:
-            import queue
+        import queue
 
+        folder = self._folder
+        assert folder is not None
+        while True:
             batch = [self._events.get()]
             with contextlib.suppress(queue.Empty):
                 while len(batch) < 100_000:
                     batch.append(self._events.get_nowait())
-            stopping = None in batch
-            cookies: list[str] = []
-            notes: set[str] = set()
-            for path in batch:
-                if path is None:
-                    continue
-                if not path:
-                    continue  # a folder changed: _dirty is set
-                rel = os.path.relpath(path, self.root).replace(os.sep, "/")
-                if rel.startswith(SYNC_DIR + "/"):
-                    if rel.endswith(COOKIE_SUFFIX) and os.path.lexists(path):
-                        cookies.append(path)
-                elif rel.lower().endswith(self.extensions):
-                    notes.add(rel)
+            cookies, notes = self._sorted(batch, folder)
             try:
                 if notes or self._dirty:
                     self._apply(None if self._dirty else notes)
             except Exception as exc:  # keep running: the next change or cookie tries again
                 self._dirty = True
-                self.reporter.warn(f"the index keeper could not update the index: {type(exc).__name__}: {exc}")
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+                self.reporter.warn(f"the index keeper could not update the index: {reason}")
                 cookies = []  # unconfirmed: the commands waiting walk the vault themselves
             for cookie in cookies:
-                with contextlib.suppress(OSError):
-                    os.unlink(cookie)
-            if stopping:
+                folder.discard(cookie)
+            if None in batch:
                 return
+
+    def _sorted(self, batch: list[str | None], folder: KeeperFolder) -> tuple[list[str], set[str]]:
+        """The cookies (names in the keeper's folder, still there) and the notes (ids) a batch of events
+        names; a folder's event ("") has set _dirty, the stop (None) is the caller's."""
+        cookies: list[str] = []
+        notes: set[str] = set()
+        for path in batch:
+            if not path:
+                continue
+            rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+            if rel.startswith(SYNC_DIR + "/"):
+                name = rel[len(SYNC_DIR) + 1 :]
+                if name.endswith(COOKIE_SUFFIX) and "/" not in name and folder.has(name):
+                    cookies.append(name)
+            elif rel.lower().endswith(self.extensions):
+                notes.add(rel)
+        return cookies, notes
 
     def _apply(self, notes: set[str] | None) -> dict[str, int]:
         """Bring the index up to date: exactly these notes (vault-relative ids the events named), or, when
