@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import WatchError
 from ..report import Reporter
+from .keeper_requests import PROTOCOL, RankRequest
 from .keeperdir import COOKIE_SUFFIX, SYNC_DIR, KeeperFolder, cookie_exists, drop_cookie, open_for_cookie, remove_cookie
 
 __all__ = ["COOKIE_SUFFIX", "SYNC_DIR", "Keeper", "semantic_ranking", "synced"]
@@ -66,8 +67,8 @@ SOCKET_FILE = "keeper.sock"
 RANK_TIMEOUT = 2.0
 #: The longest socket path bound: sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux, with the NUL.
 SOCKET_PATH_MAX = 100
-#: The ranking protocol's version: a keeper answers only requests of its own.
-PROTOCOL = 1
+#: Ranking connections served at once; one more is told at once that the keeper is busy.
+MAX_CLIENTS = 32
 
 _cookies = itertools.count()
 #: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
@@ -207,6 +208,10 @@ class Keeper:
         self._listener: socket.socket | None = None
         self._server: threading.Thread | None = None
         self._closing = False
+        import threading
+
+        #: one ranking at a time: the model and the vectors it keeps are shared
+        self._ranking = threading.Lock()
         #: the keeper's own folder in the vault, open by descriptor from start() to stop()
         self._folder: KeeperFolder | None = None
 
@@ -308,7 +313,7 @@ class Keeper:
             listener.bind(fresh)
             os.chmod(fresh, 0o600)
             os.rename(fresh, final)
-            listener.listen(16)
+            listener.listen(128)
         except OSError:
             listener.close()
             with contextlib.suppress(OSError):
@@ -336,33 +341,45 @@ class Keeper:
             os.unlink(path)
 
     def _serve(self) -> None:
-        """Answer ranking requests one at a time until stopped: a search waiting behind another gives up
-        after RANK_TIMEOUT and ranks itself."""
+        """Accept ranking requests until stopped, each connection read by a thread of its own (a client
+        that sends nothing, or slowly, holds up no other); the ranking itself is one at a time."""
+        import threading
+
+        from .keeper_requests import serve_client
+
         listener = self._listener
-        while listener is not None:
+        slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        while listener is not None and not self._closing:
             try:
                 conn, _ = listener.accept()
-            except OSError:
+            except OSError as exc:
+                if exc.errno in (errno.EBADF, errno.EINVAL):
+                    return  # the listener is closed
+                time.sleep(0.05)  # out of descriptors, or a client gone before it was accepted
+                continue
+            if self._closing:
+                conn.close()
                 return
-            with conn:
-                if self._closing:
-                    return
-                with contextlib.suppress(OSError, ValueError):
-                    line = _read_line(conn, time.monotonic() + RANK_TIMEOUT)
-                    conn.sendall(json.dumps(self._answer(line)).encode("utf-8") + b"\n")
+            if not slots.acquire(blocking=False):
+                serve_client(conn, lambda request: {"error": "busy"})  # answered at once; it ranks itself
+                continue
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
+            def client(conn: socket.socket = conn) -> None:
+                try:
+                    serve_client(conn, self._answer)
+                finally:
+                    slots.release()
+
+            try:
+                threading.Thread(target=client, name="amem-index-keeper-client", daemon=True).start()
+            except RuntimeError:  # no thread to be had
+                slots.release()
+                conn.close()
+
+    def _answer(self, request: RankRequest) -> dict[str, Any]:
         try:
-            request = json.loads(line)
-            query, depth, among = request["query"], request["depth"], request["among"]
-            if request["v"] != PROTOCOL or not isinstance(query, str) or type(depth) is not int or depth < 1:
-                raise ValueError
-            if among is not None and not (isinstance(among, list) and all(isinstance(i, str) for i in among)):
-                raise ValueError
-        except (ValueError, KeyError, TypeError):
-            return {"error": "bad request"}
-        try:
-            ranking = self._rank(query, depth, None if among is None else set(among))
+            with self._ranking:
+                ranking = self._rank(request.query, request.depth, request.among)
         except Exception as exc:  # the searcher ranks itself; the keeper keeps running
             return {"error": type(exc).__name__}
         return {"error": "no semantic ranking"} if ranking is None else {"ranking": ranking}
