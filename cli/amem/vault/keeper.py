@@ -41,10 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import WatchError
 from ..report import Reporter
-from .keeper_requests import PROTOCOL, RankRequest
-from .keeperdir import COOKIE_SUFFIX, SYNC_DIR, KeeperFolder, cookie_exists, drop_cookie, open_for_cookie, remove_cookie
-
-__all__ = ["COOKIE_SUFFIX", "SYNC_DIR", "Keeper", "semantic_ranking", "synced"]
 
 if TYPE_CHECKING:
     import queue
@@ -57,6 +53,8 @@ if TYPE_CHECKING:
     from ..watcher.observer import TreeWatcher
     from ..watcher.rules import IgnoreRules
     from .index import VaultIndex
+    from .keeper_requests import RankRequest
+    from .keeperdir import KeeperFolder
 
 #: How long a command waits for the keeper to confirm a cookie before it walks the vault itself.
 ACK_TIMEOUT = 1.0
@@ -67,8 +65,15 @@ SOCKET_FILE = "keeper.sock"
 RANK_TIMEOUT = 2.0
 #: The longest socket path bound: sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux, with the NUL.
 SOCKET_PATH_MAX = 100
+SYNC_DIR = ".amem-sync"
+COOKIE_SUFFIX = ".cookie"
+#: The ranking protocol's version: a keeper answers only requests of its own.
+PROTOCOL = 1
 #: Ranking connections served at once; one more is told at once that the keeper is busy.
 MAX_CLIENTS = 32
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 _cookies = itertools.count()
 #: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
@@ -170,6 +175,46 @@ def _read_line(conn: socket.socket, deadline: float, limit: int = 1 << 26) -> by
     return bytes(data)
 
 
+# The keeper's folder, as a command meets it: never through a symlink (see keeperdir).
+
+
+def open_for_cookie(root: str) -> int | None:
+    """A descriptor of the vault's real `.amem-sync` folder for a command dropping a cookie, or None when
+    there is none (or a symlink or a file holds the name): the command then walks the vault."""
+    try:
+        return os.open(os.path.join(root, SYNC_DIR), _FOLDER_FLAGS)
+    except OSError:
+        return None
+
+
+def drop_cookie(folder_fd: int, name: str) -> bool:
+    """Create the empty cookie `name` in the folder; False when it cannot be."""
+    try:
+        os.close(os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=folder_fd))
+    except OSError:
+        return False
+    return True
+
+
+def cookie_exists(folder_fd: int, name: str) -> bool:
+    try:
+        return _lstat_at(name, folder_fd) is not None
+    except OSError:
+        return False
+
+
+def remove_cookie(folder_fd: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=folder_fd)
+
+
+def _lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
 def _lock_held(path: Path) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -240,6 +285,8 @@ class Keeper:
         self.claim()
         cache = self.config.cache_dir
         try:
+            from .keeperdir import KeeperFolder
+
             self._folder = folder = KeeperFolder.open(self.root, self.reporter)
             self._tree = _tree_watcher(self._on_path, self._on_folder, self._on_warning)
             self._tree.add_root(WatchedRoot(path=self.root, project="", rules=_index_rules(self.config, self.root)))

@@ -10,11 +10,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .keeper import PROTOCOL
+
 if TYPE_CHECKING:
     import socket
 
-#: The ranking protocol's version: a keeper answers only requests of its own.
-PROTOCOL = 1
 #: The longest request line read: an `among` naming every note of a vault of 200,000 notes fits.
 MAX_REQUEST = 16 << 20
 #: Arrays and objects a request may hold at all (a good one holds 2: itself and `among`), which also

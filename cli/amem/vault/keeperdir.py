@@ -18,20 +18,10 @@ import stat
 
 from ..errors import WatchError
 from ..report import Reporter
+from .keeper import _FOLDER_FLAGS, _NEW_FILE_FLAGS, COOKIE_SUFFIX, SYNC_DIR, _lstat_at
 
-SYNC_DIR = ".amem-sync"
-COOKIE_SUFFIX = ".cookie"
 GITIGNORE = ".gitignore"
 _IGNORE_ALL = "# amem's index keeper: sync cookies, never tracked\n*\n"
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-def _lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
 
 
 class KeeperFolder:
@@ -131,33 +121,3 @@ class KeeperFolder:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._fd = self._root_fd = -1
-
-
-def open_for_cookie(root: str) -> int | None:
-    """A descriptor of the vault's real `.amem-sync` folder for a command dropping a cookie, or None when
-    there is none (or a symlink or a file holds the name): the command then walks the vault."""
-    try:
-        return os.open(os.path.join(root, SYNC_DIR), _FOLDER_FLAGS)
-    except OSError:
-        return None
-
-
-def drop_cookie(folder_fd: int, name: str) -> bool:
-    """Create the empty cookie `name` in the folder; False when it cannot be."""
-    try:
-        os.close(os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=folder_fd))
-    except OSError:
-        return False
-    return True
-
-
-def cookie_exists(folder_fd: int, name: str) -> bool:
-    try:
-        return _lstat_at(name, folder_fd) is not None
-    except OSError:
-        return False
-
-
-def remove_cookie(folder_fd: int, name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(name, dir_fd=folder_fd)
