@@ -35,12 +35,13 @@ import fcntl
 import itertools
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import WatchError
-from ..report import Reporter
+from ..report import Progress, Reporter
 
 if TYPE_CHECKING:
     import queue
@@ -74,6 +75,10 @@ MAX_CLIENTS = 32
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+#: An absolute path left in a message (after the vault's and the cache's): at the start or after a
+#: space, a quote or a bracket.
+_ABSOLUTE = re.compile(r"""(^|[\s'"(\[])/[^\s'"()\[\]]+""")
 
 _cookies = itertools.count()
 #: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
@@ -238,8 +243,9 @@ class Keeper:
 
     def __init__(self, config: Config, reporter: Reporter | None = None) -> None:
         self.config = config
-        self.reporter = reporter or Reporter()
         self.root = os.path.abspath(config.vault_root)
+        #: every warning of the keeper's (the watcher's, the index's, the model's) names no host path
+        self.reporter: Reporter = VaultWords(reporter or Reporter(), self.root, str(config.cache_dir))
         self.extensions = tuple(e.lower() for e in config.extensions)
         self._lock_fd: int | None = None
         self._tree: TreeWatcher | None = None
@@ -520,6 +526,34 @@ class Keeper:
         finally:
             _applying.discard(_thread.get_ident())
             index.close()
+
+
+class VaultWords(Reporter):
+    """Hands warnings on with every host path replaced: a path in the vault by its vault-relative id, the
+    vault itself and the cache folder by those words, any other absolute path by "a path outside the
+    vault". A keeper runs for days; its log is read by people the host's layout is none of."""
+
+    def __init__(self, inner: Reporter, root: str, cache: str) -> None:
+        self.inner = inner
+        places: list[tuple[str, str]] = []
+        for path, words in ((root, "the vault"), (cache, "the cache folder")):
+            for spelling in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+                places.append((spelling, words))
+        places.sort(key=lambda place: -len(place[0]))  # the cache folder may lie inside the vault
+        self._places = places
+
+    def _plain(self, message: str) -> str:
+        for path, words in self._places:
+            if words == "the vault":
+                message = message.replace(path + os.sep, "")
+            message = re.sub(re.escape(path) + r"(?=$|[/\s'\"])(?:/[^\s'\"]*)?", words, message)
+        return _ABSOLUTE.sub(r"\1a path outside the vault", message)
+
+    def warn(self, message: str) -> None:
+        self.inner.warn(self._plain(message))
+
+    def progress(self, label: str, total: int) -> Progress:
+        return self.inner.progress(label, total)
 
 
 def _keeper_pid(cache: Path) -> str:
