@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -290,3 +291,28 @@ def test_the_keepers_warnings_name_no_host_path(tmp_path: Path, vault: Path) -> 
     assert "moved" in stderr or "deleted" in stderr or "no longer" in stderr, stderr
     for folder in (tmp_path, tmp_path.resolve(), load_config().cache_dir):
         assert str(folder) not in stderr, stderr
+
+
+def test_clients_beyond_the_limit_are_told_at_once_and_the_keeper_serves_on(ranking_keeper: KeeperProcess) -> None:
+    from amem.vault.keeper import MAX_CLIENTS
+
+    silent = []
+    try:
+        for _ in range(MAX_CLIENTS):
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            silent.append(client)
+            client.settimeout(60)
+            client.connect(socket_path())
+        answers = [exchange(good_request()) for _ in range(3)]
+        # Each either waited for a slot or was told at once; none went unanswered.
+        assert all(answer in ({"error": "busy"},) or "ranking" in answer for answer in answers), answers
+    finally:
+        for client in silent:
+            client.close()
+    for _ in range(600):  # the silent clients' slots come free as the keeper sees them hang up
+        answer = exchange(good_request())
+        if answer != {"error": "busy"}:
+            break
+        time.sleep(0.05)
+    assert "ranking" in answer, answer
+    assert ranking_keeper.proc.poll() is None

@@ -6,7 +6,8 @@ note's (path, mtime, size).
 for the id list. A refresh indexes changed notes in batches, each its own transaction, so a large build
 keeps its memory bounded, shows progress, lets other processes read and write between batches, and,
 interrupted, resumes where it stopped. Only one process refreshes at a time (a lock file beside the
-database); `read` and completion do not wait for another process's refresh but use the index as it is.
+database); `read` and completion do not wait for another process's refresh but use the index as it is,
+and `complete()` tells them when that is half a build (then `read` resolves links from a vault listing).
 The index is a cache: any damage (a corrupt file, a missing table, another layout) rebuilds it.
 """
 

@@ -19,9 +19,12 @@ The protocol, after git's fsmonitor and watchman's sync cookies:
   back, `{"ranking": [[id, score], ...]}`. The keeper loads the model on the first such request only, keeps
   the vectors in memory and brings them up to date before it answers, so the search fuses exactly the
   ranking it would have computed itself. No socket, no answer within RANK_TIMEOUT, or any error: the search
-  loads the model itself.
+  loads the model itself. Each connection is read by its own thread, within bounds (size, nesting, time;
+  see `keeper_requests`), and whatever a request holds it gets an answer, an error at worst.
 
 The cookie folder is a dot-folder with its own `.gitignore` (`*`), so neither the index nor git sees it.
+It must be a real folder inside the vault: the keeper holds it open by descriptor and commands open it with
+O_NOFOLLOW (see `keeperdir`), so a symlink a sync brings under its name is never followed.
 The keeper watches the folders the index walks (see `_IndexRules`), with the watcher's tree machinery:
 folders the index skips get no watch at all.
 """
@@ -71,7 +74,7 @@ COOKIE_SUFFIX = ".cookie"
 #: The ranking protocol's version: a keeper answers only requests of its own.
 PROTOCOL = 1
 #: Ranking connections served at once; one more is told at once that the keeper is busy.
-MAX_CLIENTS = 32
+MAX_CLIENTS = 128
 
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -160,7 +163,7 @@ def semantic_ranking(
         out = [(str(note_id), float(score)) for note_id, score in ranking]
         if not all(isinstance(note_id, str) for note_id, _ in ranking):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
     return out
 
@@ -398,7 +401,7 @@ class Keeper:
         that sends nothing, or slowly, holds up no other); the ranking itself is one at a time."""
         import threading
 
-        from .keeper_requests import serve_client
+        from .keeper_requests import refuse_client, serve_client
 
         listener = self._listener
         slots = threading.BoundedSemaphore(MAX_CLIENTS)
@@ -414,7 +417,7 @@ class Keeper:
                 conn.close()
                 return
             if not slots.acquire(blocking=False):
-                serve_client(conn, lambda request: {"error": "busy"})  # answered at once; it ranks itself
+                refuse_client(conn)  # told at once, unread: it ranks itself
                 continue
 
             def client(conn: socket.socket = conn) -> None:

@@ -4,6 +4,7 @@ error line, never a dead server. `amem mcp` runs the same keeper, hence the same
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -95,3 +96,10 @@ def serve_client(conn: socket.socket, rank: Callable[[RankRequest], dict[str, An
             conn.sendall(json.dumps(answer).encode("utf-8") + b"\n")
     except Exception:  # noqa: BLE001, S110 (gone, stalled or cut short: nothing to answer, nothing to report)
         pass
+
+
+def refuse_client(conn: socket.socket) -> None:
+    """Tell a client over the keeper's limit of connections that it is busy, without reading its request."""
+    with contextlib.suppress(OSError), conn:
+        conn.settimeout(0.2)
+        conn.sendall(b'{"error": "busy"}\n')
