@@ -147,7 +147,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["mcp"],
         NOTES | GIT | WATCH | MCP_SDK,
         NOTES_AMEM
-        | {"amem.mcp_server", "amem.watcher"}
+        | {"amem.mcp_server", "amem.watcher", "amem.vault.keeperdir", "amem.vault.keeper_requests"}
         | {f"amem.watcher.{m}" for m in ("observation", "observer", "redact", "rules")},
         "amem.mcp_server",
     ),

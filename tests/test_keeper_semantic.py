@@ -223,7 +223,7 @@ def test_a_bad_request_gets_an_error_and_the_keeper_goes_on_ranking(
         json.dumps({**good, "depth": 0}).encode() + b"\n",
         json.dumps({**good, "among": [1]}).encode() + b"\n",
     ):
-        assert ask(path, bad) == {"error": "bad request"}
+        assert ask(path, bad)["error"] == "bad request"
     ranked = ask(path, json.dumps({**good, "among": ["coffee.md", "auth.md"]}).encode() + b"\n")["ranking"]
     assert sorted(note_id for note_id, _ in ranked) == ["auth.md", "coffee.md"]
     result, numpy, warnings = search(semantic_vault, *QUERIES[0])

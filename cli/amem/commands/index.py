@@ -49,12 +49,14 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
     config = app.config
     started = time.monotonic()
     keeper = None
+    reporter = app.reporter
     if watch:
         from ..vault.keeper import Keeper
 
         keeper = Keeper(config, app.reporter)
+        reporter = keeper.reporter  # what a keeper says names no host path
         keeper.claim()  # a second keeper fails before it does anything
-    index = VaultIndex(config, app.reporter)
+    index = VaultIndex(config, reporter)
     try:
         if rebuild:
             index.clear()
@@ -62,7 +64,7 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
         empty = index.stats()["notes"] == 0
         changes = index.refresh()
         for message in changes.warnings:
-            app.reporter.warn(message)
+            reporter.warn(message)
         refreshed = changes.added + changes.changed + changes.removed
         stats = index.stats()
     finally:

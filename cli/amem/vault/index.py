@@ -6,7 +6,8 @@ note's (path, mtime, size).
 for the id list. A refresh indexes changed notes in batches, each its own transaction, so a large build
 keeps its memory bounded, shows progress, lets other processes read and write between batches, and,
 interrupted, resumes where it stopped. Only one process refreshes at a time (a lock file beside the
-database); `read` and completion do not wait for another process's refresh but use the index as it is.
+database); `read` and completion do not wait for another process's refresh but use the index as it is,
+and `complete()` tells them when that is half a build (then `read` resolves links from a vault listing).
 The index is a cache: any damage (a corrupt file, a missing table, another layout) rebuilds it.
 """
 
@@ -46,6 +47,9 @@ RACY_NS = 2_000_000_000
 BATCH = 400
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
+#: meta key present while every note the last refresh found is in the index with its links resolved:
+#: absent in an index built empty, and during a refresh of more than one batch (another process's build)
+_COMPLETE = "complete"
 #: meta key of the marshalled ({id: (mtime_ns, size)}, {folder: mtime_ns}) a thorough refresh last stored
 _SNAPSHOT = f"snapshot-marshal-{marshal.version}"
 
@@ -424,6 +428,7 @@ class VaultIndex:
                 if diff.pending or diff.snapshot_stale:
                     self._apply(scan, diff, stats, snapshot=scan.listed is None)
                 else:
+                    self._mark_complete()  # an index of an amem that kept no such mark
                     self._write_search_rows()  # left by an interrupted refresh
                 self._created = False
         stats.warnings = self._problems()
@@ -596,7 +601,7 @@ class VaultIndex:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     if number == 0:
-                        conn.execute("DELETE FROM meta WHERE key = ?", (_SNAPSHOT,))
+                        conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (_SNAPSHOT, _COMPLETE))
                         if diff.settled:
                             conn.executemany(
                                 "UPDATE notes SET digest = NULL WHERE rowid = ?", [(r,) for r in diff.settled]
@@ -608,6 +613,7 @@ class VaultIndex:
                         if diff.dirs_changed:
                             conn.execute("DELETE FROM dirs")
                             conn.executemany("INSERT INTO dirs (path, mtime_ns) VALUES (?, ?)", scan.dirs.items())
+                        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (_COMPLETE,))
                         if snapshot:
                             # scan.files now holds exactly the (mtime, size) stored for every note.
                             conn.execute(
@@ -622,6 +628,15 @@ class VaultIndex:
         finally:
             progress.done()
         self._write_search_rows(work)
+
+    def _mark_complete(self) -> None:
+        if not self.complete():
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (_COMPLETE,))
+
+    def complete(self) -> bool:
+        """Whether the index holds every note its last refresh found, links resolved: False while another
+        process's build (or a refresh of many notes) is half way, or after one was killed half way."""
+        return self.conn.execute("SELECT 1 FROM meta WHERE key = ?", (_COMPLETE,)).fetchone() is not None
 
     def _write_search_rows(self, work: _Batch | None = None) -> None:
         """The second pass (see _Batch): write the marked search rows, a batch per transaction."""

@@ -19,9 +19,12 @@ The protocol, after git's fsmonitor and watchman's sync cookies:
   back, `{"ranking": [[id, score], ...]}`. The keeper loads the model on the first such request only, keeps
   the vectors in memory and brings them up to date before it answers, so the search fuses exactly the
   ranking it would have computed itself. No socket, no answer within RANK_TIMEOUT, or any error: the search
-  loads the model itself.
+  loads the model itself. Each connection is read by its own thread, within bounds (size, nesting, time;
+  see `keeper_requests`), and whatever a request holds it gets an answer, an error at worst.
 
 The cookie folder is a dot-folder with its own `.gitignore` (`*`), so neither the index nor git sees it.
+It must be a real folder inside the vault: the keeper holds it open by descriptor and commands open it with
+O_NOFOLLOW (see `keeperdir`), so a symlink a sync brings under its name is never followed.
 The keeper watches the folders the index walks (see `_IndexRules`), with the watcher's tree machinery:
 folders the index skips get no watch at all.
 """
@@ -35,12 +38,13 @@ import fcntl
 import itertools
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import WatchError
-from ..report import Reporter
+from ..report import Progress, Reporter
 
 if TYPE_CHECKING:
     import queue
@@ -53,9 +57,9 @@ if TYPE_CHECKING:
     from ..watcher.observer import TreeWatcher
     from ..watcher.rules import IgnoreRules
     from .index import VaultIndex
+    from .keeper_requests import RankRequest
+    from .keeperdir import KeeperFolder
 
-SYNC_DIR = ".amem-sync"
-COOKIE_SUFFIX = ".cookie"
 #: How long a command waits for the keeper to confirm a cookie before it walks the vault itself.
 ACK_TIMEOUT = 1.0
 LOCK_FILE = "keeper.lock"
@@ -65,8 +69,19 @@ SOCKET_FILE = "keeper.sock"
 RANK_TIMEOUT = 2.0
 #: The longest socket path bound: sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux, with the NUL.
 SOCKET_PATH_MAX = 100
+SYNC_DIR = ".amem-sync"
+COOKIE_SUFFIX = ".cookie"
 #: The ranking protocol's version: a keeper answers only requests of its own.
 PROTOCOL = 1
+#: Ranking connections served at once; one more is told at once that the keeper is busy.
+MAX_CLIENTS = 128
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+#: An absolute path left in a message (after the vault's and the cache's): at the start or after a
+#: space, a quote or a bracket.
+_ABSOLUTE = re.compile(r"""(^|[\s'"(\[])/[^\s'"()\[\]]+""")
 
 _cookies = itertools.count()
 #: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
@@ -90,17 +105,24 @@ def synced(index: VaultIndex, timeout: float | None = None) -> bool:
         return False  # starting up, or stopped meanwhile
     if not isinstance(described, dict) or described.get("settings") != index._settings():
         return False
-    cookie = os.path.join(index.config.vault_root, SYNC_DIR, f"{os.getpid()}-{next(_cookies)}{COOKIE_SUFFIX}")
+    folder = open_for_cookie(os.path.abspath(index.config.vault_root))
+    if folder is None:
+        return False  # no folder of the keeper's, or a symlink or a file in its place: walk
     try:
-        os.close(os.open(cookie, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except OSError:
+        return _confirmed(folder, f"{os.getpid()}-{next(_cookies)}{COOKIE_SUFFIX}", timeout)
+    finally:
+        os.close(folder)
+
+
+def _confirmed(folder: int, cookie: str, timeout: float | None) -> bool:
+    """Drop `cookie` in the keeper's folder and wait until the keeper deletes it, or give up."""
+    if not drop_cookie(folder, cookie):
         return False
     deadline = time.monotonic() + (ACK_TIMEOUT if timeout is None else timeout)
     pause = 0.0002
-    while os.path.lexists(cookie):
+    while cookie_exists(folder, cookie):
         if time.monotonic() > deadline:
-            with contextlib.suppress(OSError):
-                os.unlink(cookie)
+            remove_cookie(folder, cookie)
             return False  # wedged or swamped: the walk is the answer
         time.sleep(pause)
         pause = min(pause * 2, 0.004)
@@ -141,7 +163,7 @@ def semantic_ranking(
         out = [(str(note_id), float(score)) for note_id, score in ranking]
         if not all(isinstance(note_id, str) for note_id, _ in ranking):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
     return out
 
@@ -159,6 +181,46 @@ def _read_line(conn: socket.socket, deadline: float, limit: int = 1 << 26) -> by
             raise ValueError("the line was cut short")
         data += piece
     return bytes(data)
+
+
+# The keeper's folder, as a command meets it: never through a symlink (see keeperdir).
+
+
+def open_for_cookie(root: str) -> int | None:
+    """A descriptor of the vault's real `.amem-sync` folder for a command dropping a cookie, or None when
+    there is none (or a symlink or a file holds the name): the command then walks the vault."""
+    try:
+        return os.open(os.path.join(root, SYNC_DIR), _FOLDER_FLAGS)
+    except OSError:
+        return None
+
+
+def drop_cookie(folder_fd: int, name: str) -> bool:
+    """Create the empty cookie `name` in the folder; False when it cannot be."""
+    try:
+        os.close(os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=folder_fd))
+    except OSError:
+        return False
+    return True
+
+
+def cookie_exists(folder_fd: int, name: str) -> bool:
+    try:
+        return _lstat_at(name, folder_fd) is not None
+    except OSError:
+        return False
+
+
+def remove_cookie(folder_fd: int, name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=folder_fd)
+
+
+def _lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
 
 
 def _lock_held(path: Path) -> bool:
@@ -184,8 +246,9 @@ class Keeper:
 
     def __init__(self, config: Config, reporter: Reporter | None = None) -> None:
         self.config = config
-        self.reporter = reporter or Reporter()
         self.root = os.path.abspath(config.vault_root)
+        #: every warning of the keeper's (the watcher's, the index's, the model's) names no host path
+        self.reporter: Reporter = VaultWords(reporter or Reporter(), self.root, str(config.cache_dir))
         self.extensions = tuple(e.lower() for e in config.extensions)
         self._lock_fd: int | None = None
         self._tree: TreeWatcher | None = None
@@ -199,6 +262,12 @@ class Keeper:
         self._listener: socket.socket | None = None
         self._server: threading.Thread | None = None
         self._closing = False
+        import threading
+
+        #: one ranking at a time: the model and the vectors it keeps are shared
+        self._ranking = threading.Lock()
+        #: the keeper's own folder in the vault, open by descriptor from start() to stop()
+        self._folder: KeeperFolder | None = None
 
     # --- life ---------------------------------------------------------------------------------------
 
@@ -225,20 +294,15 @@ class Keeper:
         self.claim()
         cache = self.config.cache_dir
         try:
-            sync = os.path.join(self.root, SYNC_DIR)
-            os.makedirs(sync, exist_ok=True)
-            ignore = os.path.join(sync, ".gitignore")
-            if not os.path.exists(ignore):
-                with open(ignore, "w", encoding="utf-8") as handle:
-                    handle.write("# amem's index keeper: sync cookies, never tracked\n*\n")
+            from .keeperdir import KeeperFolder
+
+            self._folder = folder = KeeperFolder.open(self.root, self.reporter)
             self._tree = _tree_watcher(self._on_path, self._on_folder, self._on_warning)
             self._tree.add_root(WatchedRoot(path=self.root, project="", rules=_index_rules(self.config, self.root)))
             self._tree.start()
             stats = self._apply(None)  # after the watches are on: no change falls in between
-            for name in os.listdir(sync):
-                if name.endswith(COOKIE_SUFFIX):  # left by commands that gave up waiting
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(sync, name))
+            for name in folder.cookies():  # left by commands that gave up waiting
+                folder.discard(name)
             from .index import VaultIndex
 
             described: dict[str, Any] = {
@@ -280,13 +344,9 @@ class Keeper:
             self._tree = None
         os.close(self._lock_fd)  # releases the lock
         self._lock_fd = None
-        sync = os.path.join(self.root, SYNC_DIR)
-        with contextlib.suppress(OSError):
-            for name in os.listdir(sync):
-                if name.endswith(COOKIE_SUFFIX):
-                    os.unlink(os.path.join(sync, name))
-            os.unlink(os.path.join(sync, ".gitignore"))
-            os.rmdir(sync)
+        if self._folder is not None:
+            self._folder.remove()
+            self._folder = None
 
     # --- semantic ranking ---------------------------------------------------------------------------
 
@@ -309,7 +369,7 @@ class Keeper:
             listener.bind(fresh)
             os.chmod(fresh, 0o600)
             os.rename(fresh, final)
-            listener.listen(16)
+            listener.listen(128)
         except OSError:
             listener.close()
             with contextlib.suppress(OSError):
@@ -337,33 +397,45 @@ class Keeper:
             os.unlink(path)
 
     def _serve(self) -> None:
-        """Answer ranking requests one at a time until stopped: a search waiting behind another gives up
-        after RANK_TIMEOUT and ranks itself."""
+        """Accept ranking requests until stopped, each connection read by a thread of its own (a client
+        that sends nothing, or slowly, holds up no other); the ranking itself is one at a time."""
+        import threading
+
+        from .keeper_requests import refuse_client, serve_client
+
         listener = self._listener
-        while listener is not None:
+        slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        while listener is not None and not self._closing:
             try:
                 conn, _ = listener.accept()
-            except OSError:
+            except OSError as exc:
+                if exc.errno in (errno.EBADF, errno.EINVAL):
+                    return  # the listener is closed
+                time.sleep(0.05)  # out of descriptors, or a client gone before it was accepted
+                continue
+            if self._closing:
+                conn.close()
                 return
-            with conn:
-                if self._closing:
-                    return
-                with contextlib.suppress(OSError, ValueError):
-                    line = _read_line(conn, time.monotonic() + RANK_TIMEOUT)
-                    conn.sendall(json.dumps(self._answer(line)).encode("utf-8") + b"\n")
+            if not slots.acquire(blocking=False):
+                refuse_client(conn)  # told at once, unread: it ranks itself
+                continue
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
+            def client(conn: socket.socket = conn) -> None:
+                try:
+                    serve_client(conn, self._answer)
+                finally:
+                    slots.release()
+
+            try:
+                threading.Thread(target=client, name="amem-index-keeper-client", daemon=True).start()
+            except RuntimeError:  # no thread to be had
+                slots.release()
+                conn.close()
+
+    def _answer(self, request: RankRequest) -> dict[str, Any]:
         try:
-            request = json.loads(line)
-            query, depth, among = request["query"], request["depth"], request["among"]
-            if request["v"] != PROTOCOL or not isinstance(query, str) or type(depth) is not int or depth < 1:
-                raise ValueError
-            if among is not None and not (isinstance(among, list) and all(isinstance(i, str) for i in among)):
-                raise ValueError
-        except (ValueError, KeyError, TypeError):
-            return {"error": "bad request"}
-        try:
-            ranking = self._rank(query, depth, None if among is None else set(among))
+            with self._ranking:
+                ranking = self._rank(request.query, request.depth, request.among)
         except Exception as exc:  # the searcher ranks itself; the keeper keeps running
             return {"error": type(exc).__name__}
         return {"error": "no semantic ranking"} if ranking is None else {"ranking": ranking}
@@ -399,39 +471,45 @@ class Keeper:
         self.reporter.warn(message)
 
     def _run(self) -> None:
-        while True:
-            import queue
+        import queue
 
+        folder = self._folder
+        assert folder is not None
+        while True:
             batch = [self._events.get()]
             with contextlib.suppress(queue.Empty):
                 while len(batch) < 100_000:
                     batch.append(self._events.get_nowait())
-            stopping = None in batch
-            cookies: list[str] = []
-            notes: set[str] = set()
-            for path in batch:
-                if path is None:
-                    continue
-                if not path:
-                    continue  # a folder changed: _dirty is set
-                rel = os.path.relpath(path, self.root).replace(os.sep, "/")
-                if rel.startswith(SYNC_DIR + "/"):
-                    if rel.endswith(COOKIE_SUFFIX) and os.path.lexists(path):
-                        cookies.append(path)
-                elif rel.lower().endswith(self.extensions):
-                    notes.add(rel)
+            cookies, notes = self._sorted(batch, folder)
             try:
                 if notes or self._dirty:
                     self._apply(None if self._dirty else notes)
             except Exception as exc:  # keep running: the next change or cookie tries again
                 self._dirty = True
-                self.reporter.warn(f"the index keeper could not update the index: {type(exc).__name__}: {exc}")
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
+                self.reporter.warn(f"the index keeper could not update the index: {reason}")
                 cookies = []  # unconfirmed: the commands waiting walk the vault themselves
             for cookie in cookies:
-                with contextlib.suppress(OSError):
-                    os.unlink(cookie)
-            if stopping:
+                folder.discard(cookie)
+            if None in batch:
                 return
+
+    def _sorted(self, batch: list[str | None], folder: KeeperFolder) -> tuple[list[str], set[str]]:
+        """The cookies (names in the keeper's folder, still there) and the notes (ids) a batch of events
+        names; a folder's event ("") has set _dirty, the stop (None) is the caller's."""
+        cookies: list[str] = []
+        notes: set[str] = set()
+        for path in batch:
+            if not path:
+                continue
+            rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+            if rel.startswith(SYNC_DIR + "/"):
+                name = rel[len(SYNC_DIR) + 1 :]
+                if name.endswith(COOKIE_SUFFIX) and "/" not in name and folder.has(name):
+                    cookies.append(name)
+            elif rel.lower().endswith(self.extensions):
+                notes.add(rel)
+        return cookies, notes
 
     def _apply(self, notes: set[str] | None) -> dict[str, int]:
         """Bring the index up to date: exactly these notes (vault-relative ids the events named), or, when
@@ -451,6 +529,34 @@ class Keeper:
         finally:
             _applying.discard(_thread.get_ident())
             index.close()
+
+
+class VaultWords(Reporter):
+    """Hands warnings on with every host path replaced: a path in the vault by its vault-relative id, the
+    vault itself and the cache folder by those words, any other absolute path by "a path outside the
+    vault". A keeper runs for days; its log is read by people the host's layout is none of."""
+
+    def __init__(self, inner: Reporter, root: str, cache: str) -> None:
+        self.inner = inner
+        places: list[tuple[str, str]] = []
+        for path, words in ((root, "the vault"), (cache, "the cache folder")):
+            for spelling in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+                places.append((spelling, words))
+        places.sort(key=lambda place: -len(place[0]))  # the cache folder may lie inside the vault
+        self._places = places
+
+    def _plain(self, message: str) -> str:
+        for path, words in self._places:
+            if words == "the vault":
+                message = message.replace(path + os.sep, "")
+            message = re.sub(re.escape(path) + r"(?=$|[/\s'\"])(?:/[^\s'\"]*)?", words, message)
+        return _ABSOLUTE.sub(r"\1a path outside the vault", message)
+
+    def warn(self, message: str) -> None:
+        self.inner.warn(self._plain(message))
+
+    def progress(self, label: str, total: int) -> Progress:
+        return self.inner.progress(label, total)
 
 
 def _keeper_pid(cache: Path) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import IoError, NotFound
@@ -42,14 +43,18 @@ def _decode(data: bytes, note_id: str, reporter: Reporter) -> str:
     return text
 
 
-def _note_record(
-    index: VaultIndex, ref: NoteRef, data: bytes, depth: int, visited: set[str], reporter: Reporter
+#: How a read resolves a link target: to a note id, or None.
+Resolve = Callable[[str], "str | None"]
+
+
+def _record(
+    config: Config, resolve: Resolve, ref: NoteRef, data: bytes, depth: int, visited: set[str], reporter: Reporter
 ) -> dict[str, Any]:
     note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
         reporter.warn(message)
     links = extract_links(note.body)
-    resolved = [index.resolve(link.target) if link.target else None for link in links]
+    resolved = [resolve(link.target) if link.target else None for link in links]
     record: dict[str, Any] = {
         "id": ref.id,
         "title": note_title(note.frontmatter, note.body, ref.id),
@@ -61,7 +66,7 @@ def _note_record(
     }
     if depth <= 0:
         return record
-    vault = index.config.vault_root
+    vault = config.vault_root
     real_root = os.path.realpath(vault)
     for target in dict.fromkeys(t for t in resolved if t is not None):
         if target in visited:
@@ -74,7 +79,7 @@ def _note_record(
             linked_data, _ = _load(linked)
         except (NotFound, IoError):
             continue  # vanished or became unreadable since the index saw it
-        record["linkedNotes"].append(_note_record(index, linked, linked_data, depth - 1, visited, reporter))
+        record["linkedNotes"].append(_record(config, resolve, linked, linked_data, depth - 1, visited, reporter))
     return record
 
 
@@ -90,15 +95,15 @@ def read_note(
     data, st = _load(ref)
     index = VaultIndex(config)
     try:
-        index.refresh(thorough=False)
+        resolve, incomplete = _how_links_resolve(index, reporter)
         depth = config.max_link_depth if depth is None else depth
-        record = _note_record(index, ref, data, depth, {ref.id}, reporter)
+        record = _record(config, resolve, ref, data, depth, {ref.id}, reporter)
         last = index.last_seen(ref.id)
         index.mark_seen(ref.id, record["version"])
         backlinks = index.backlinks(ref.id)
     finally:
         index.close()
-    return {
+    result = {
         "id": record["id"],
         "title": record["title"],
         "frontmatter": record["frontmatter"],
@@ -112,3 +117,24 @@ def read_note(
         # A sync that met two different overwrites left the other machine's version beside the note.
         "conflict": has_conflict_copy(ref.path),
     }
+    if incomplete:
+        result["incomplete"] = ["backlinks"]
+    return result
+
+
+def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, bool]:
+    """Refresh the index (never waiting for another process's refresh) and say how links resolve: by the
+    index, or, while another process's build has left it half done, by the ids of a listing of the vault,
+    with the LinkResolver's rules; True then, for the backlinks only the finished index can know."""
+    stats = index.refresh(thorough=False)
+    if not stats.busy or index.complete():
+        return index.resolve, False
+    from .index import scan_vault
+    from .links import LinkResolver
+
+    reporter.warn(
+        "another amem process is building the vault's index: links were resolved from the vault's files, "
+        "and backlinks lists only the notes indexed so far (incomplete)"
+    )
+    resolver = LinkResolver(scan_vault(index.config).files, index.config.extensions)
+    return resolver.resolve, True

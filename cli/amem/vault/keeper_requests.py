@@ -1,0 +1,105 @@
+"""The index keeper's ranking requests as they come off its socket: bounded (size, nesting, the time a
+client may take), checked field by field, and each answered, whatever it held; a malformed one gets an
+error line, never a dead server. `amem mcp` runs the same keeper, hence the same checks."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .keeper import PROTOCOL
+
+if TYPE_CHECKING:
+    import socket
+
+#: The longest request line read: an `among` naming every note of a vault of 200,000 notes fits.
+MAX_REQUEST = 16 << 20
+#: Arrays and objects a request may hold at all (a good one holds 2: itself and `among`), which also
+#: bounds its nesting: json's recursive decoder never meets a deep one.
+MAX_CONTAINERS = 4
+#: The most results a request may ask for.
+MAX_DEPTH = 1_000_000
+#: How long a client may take to send its request (and to take the answer).
+CLIENT_TIMEOUT = 2.0
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+class RankRequest(NamedTuple):
+    query: str
+    depth: int
+    among: set[str] | None
+
+
+class BadRequest(ValueError):
+    """A request the keeper will not rank: it answers `{"error": "bad request", "reason": message}`."""
+
+
+def parse_request(line: bytes) -> RankRequest:
+    """The request in one line; BadRequest when it is not UTF-8, not JSON, too deep, or of wrong types."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("not UTF-8") from None
+    outside_strings = _JSON_STRING.sub("", text)
+    if outside_strings.count("[") + outside_strings.count("{") > MAX_CONTAINERS:
+        raise BadRequest("nested too deep")
+    try:
+        request = json.loads(text)
+    except (ValueError, RecursionError):
+        raise BadRequest("not JSON") from None
+    if not isinstance(request, dict):
+        raise BadRequest("not an object")
+    version, query, depth, among = (request.get(k) for k in ("v", "query", "depth", "among"))
+    if type(version) is not int or version != PROTOCOL:
+        raise BadRequest("another protocol version")
+    if not isinstance(query, str) or type(depth) is not int or not 1 <= depth <= MAX_DEPTH:
+        raise BadRequest("query must be a string and depth a positive integer")
+    if among is not None and not (isinstance(among, list) and all(isinstance(i, str) for i in among)):
+        raise BadRequest("among must be null or a list of ids")
+    return RankRequest(query, depth, None if among is None else set(among))
+
+
+def read_line(conn: socket.socket, deadline: float, limit: int) -> bytes:
+    """One newline-ended line from `conn` by `deadline`: TimeoutError when it does not come in time,
+    BadRequest when it is longer than `limit`, ValueError when the client hung up before its end."""
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no answer in time")
+        conn.settimeout(remaining)
+        piece = conn.recv(1 << 16)
+        if not piece:
+            raise ValueError("the line was cut short")
+        if len(data) + len(piece) > limit:
+            raise BadRequest("too long")
+        data += piece
+    return bytes(data)
+
+
+def serve_client(conn: socket.socket, rank: Callable[[RankRequest], dict[str, Any]]) -> None:
+    """Read one request from `conn`, answer it with `rank`'s answer or the error it deserves, close.
+    Never raises: a client that hangs up, stalls or sends garbage ends only its own connection."""
+    try:
+        with conn:
+            deadline = time.monotonic() + CLIENT_TIMEOUT
+            try:
+                answer = rank(parse_request(read_line(conn, deadline, MAX_REQUEST)))
+            except BadRequest as exc:
+                answer = {"error": "bad request", "reason": str(exc)}
+            conn.settimeout(CLIENT_TIMEOUT)
+            conn.sendall(json.dumps(answer).encode("utf-8") + b"\n")
+    except Exception:  # noqa: BLE001, S110 (gone, stalled or cut short: nothing to answer, nothing to report)
+        pass
+
+
+def refuse_client(conn: socket.socket) -> None:
+    """Tell a client over the keeper's limit of connections that it is busy, without reading its request."""
+    with contextlib.suppress(OSError), conn:
+        conn.settimeout(0.2)
+        conn.sendall(b'{"error": "busy"}\n')
