@@ -381,14 +381,16 @@ def move_note(
     reporter: Reporter | None = None,
     *,
     commit: bool = False,
+    after: bool = False,
 ) -> dict[str, Any]:
     """`amem move`: rename note OLD to NEW and rewrite every link in the vault that resolved to OLD so that it
     resolves to NEW (and any link NEW would take over so that it keeps its note), each rewrite through the
     locked write path. Returns {id: NEW, from: OLD, version, rewritten: [{id, links}], commit}.
 
     Interrupted at any point, the same call finishes the job: a journal in the cache says what was planned
-    and done; without one (or after a rename made by hand), finding OLD gone and NEW there, the vault's
-    links are rewritten as they would have resolved with OLD in NEW's place."""
+    and done. With `after` (a rename made by hand, or a journal lost), OLD must be gone and NEW there, and
+    the vault's links are rewritten as they would have resolved with OLD in NEW's place; without it and
+    without a journal, a missing OLD is not found and nothing is touched, so a typo never rewrites links."""
     from .index import VaultIndex
 
     reporter = reporter or Reporter()
@@ -417,6 +419,11 @@ def move_note(
             index.refresh()
         namesakes = _namesakes(index, old.id, new.id, config.extensions)
         if old_there:
+            if after:
+                raise Conflict(
+                    f"cannot record a move of note {quote(old.id)} to {quote(new.id)}: {quote(old.id)} still "
+                    "exists (--after records a rename already made; without it, move renames the note)"
+                )
             if new_there:
                 raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
             before = LinkResolver(namesakes, config.extensions)
@@ -428,7 +435,7 @@ def move_note(
                 sources = sorted(set(index.ids()) - {old.id, new.id})
             after: LinkResolver = _Swapped(before, old.id, new.id)
             _rename(config, old, new, base_version, journal, sources)
-        elif new_there:
+        elif new_there and (after or (resumed and journal.plan is not None)):
             # Finishing a move: the vault as it is now is the vault after it.
             after = LinkResolver(namesakes, config.extensions)
             if new.id not in namesakes:
@@ -441,6 +448,11 @@ def move_note(
                 moved = version_of(_read_existing(new, "move"))
                 _check_version(new, "move", base_version, moved)
                 journal.start(moved, [i for i in index.ids() if i != new.id])
+        elif new_there:
+            raise NotFound(
+                f"cannot move note {quote(old.id)}: no such note (to record a rename made by hand, "
+                f"run amem move --after {quote(old.id)} {quote(new.id)})"
+            )
         else:
             raise NotFound(f"cannot move note {quote(old.id)}: no such note")
     finally:
