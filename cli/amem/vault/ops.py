@@ -433,14 +433,14 @@ def move_note(
                 # note may name it.
                 before.add(old.id)
                 sources = sorted(set(index.ids()) - {old.id, new.id})
-            after: LinkResolver = _Swapped(before, old.id, new.id)
+            afterwards: LinkResolver = _Swapped(before, old.id, new.id)
             _rename(config, old, new, base_version, journal, sources)
         elif new_there and (after or (resumed and journal.plan is not None)):
             # Finishing a move: the vault as it is now is the vault after it.
-            after = LinkResolver(namesakes, config.extensions)
+            afterwards = LinkResolver(namesakes, config.extensions)
             if new.id not in namesakes:
-                after.add(new.id)
-            before = _Swapped(after, new.id, old.id)
+                afterwards.add(new.id)
+            before = _Swapped(afterwards, new.id, old.id)
             if resumed and journal.plan is not None:
                 _check_version(old, "move", base_version, str(journal.plan.get("version")))
             else:
@@ -459,7 +459,7 @@ def move_note(
         index.close()
 
     assert journal.plan is not None
-    move = _Move(before, after, old.id, new.id)
+    move = _Move(before, afterwards, old.id, new.id)
     written: dict[str, bytes] = {}
     from concurrent.futures import ThreadPoolExecutor  # here: only a move needs it
 
