@@ -306,8 +306,14 @@ class _Journal:
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """Whether `b` is the moved `a`: the same file (a hard link), or for a symlinked note, a symlink that
+    leads to the same place."""
     try:
-        return os.path.samefile(a, b) if not os.path.islink(a) else os.lstat(a) == os.lstat(b)
+        if not os.path.islink(a):
+            return os.path.samefile(a, b)
+        if os.path.islink(b):
+            return os.lstat(a) == os.lstat(b) or os.path.realpath(a) == os.path.realpath(b)
+        return False
     except OSError:
         return False
 
@@ -318,6 +324,39 @@ def _ordered_locks(config: Config, refs: Iterable[NoteRef]) -> contextlib.ExitSt
     for key in sorted({_lock_key(ref) for ref in refs}):
         stack.enter_context(note_lock(config, key))
     return stack
+
+
+def _link_or_rename(old: NoteRef, new: NoteRef) -> None:
+    try:
+        # A hard link never replaces a file that appeared at `new` meanwhile, as rename would.
+        os.link(old.path, new.path, follow_symlinks=False)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError) or exc.errno not in (
+            errno.EPERM,
+            errno.EXDEV,
+            errno.ENOTSUP,
+            errno.EMLINK,
+            errno.ENOSYS,
+        ):
+            raise
+        os.rename(old.path, new.path)  # a file system without hard links; `new` was checked above
+
+
+def _relink(old: NoteRef, new: NoteRef) -> None:
+    """Make `new` a symlink that leads where the symlinked note `old` leads: a relative target is
+    written again from `new`'s folder, an absolute one is kept. Refused, with nothing left at `new`, when
+    the new link would not reach the same file."""
+    target = os.readlink(old.path)
+    if not os.path.isabs(target):
+        reached = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(old.path)), target))
+        target = os.path.relpath(reached, os.path.realpath(os.path.dirname(new.path)))
+    os.symlink(target, new.path)  # never replaces a file that appeared at `new` meanwhile
+    if os.path.realpath(new.path) != os.path.realpath(old.path):
+        os.unlink(new.path)
+        raise Conflict(
+            f"cannot move note {quote(old.id)} to {quote(new.id)}: it is a symlink that would no longer "
+            "lead to its target from there; move the file it leads to instead"
+        )
 
 
 def _rename(
@@ -335,16 +374,14 @@ def _rename(
         try:
             _make_parents(os.path.dirname(new.path), created)
             try:
-                # A hard link never replaces a file that appeared at `new` meanwhile, as rename would.
-                os.link(old.path, new.path, follow_symlinks=False)
+                if os.path.islink(old.path):
+                    _relink(old, new)
+                else:
+                    _link_or_rename(old, new)
             except FileExistsError:
                 raise Conflict(
                     f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there"
                 ) from None
-            except OSError as exc:
-                if exc.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
-                    raise
-                os.rename(old.path, new.path)  # a file system without hard links; `new` was checked above
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(old.path)
         except OSError as exc:
