@@ -428,12 +428,44 @@ def move_note(
     and done. With `after` (a rename made by hand, or a journal lost), OLD must be gone and NEW there, and
     the vault's links are rewritten as they would have resolved with OLD in NEW's place; without it and
     without a journal, a missing OLD is not found and nothing is touched, so a typo never rewrites links."""
-    from .index import VaultIndex
-
     reporter = reporter or Reporter()
     old = resolve_note(config, old_raw)
     new = resolve_note(config, new_raw)
     check_version(base_version)
+    _check_move_ids(old, new)
+    journal = _Journal(config, old.id, new.id)
+    move = _plan_move(config, old, new, journal, base_version, after)
+    assert journal.plan is not None
+    written: dict[str, bytes] = {}
+    from concurrent.futures import ThreadPoolExecutor  # here: only a move needs it
+
+    notes = [*journal.plan.get("sources", []), new.id]
+    # Notes are rewritten side by side: each waits mostly on its own flush to disk.
+    with ThreadPoolExecutor(max_workers=REWRITE_THREADS) as pool:
+        counts = list(pool.map(lambda note_id: _rewrite_one(config, journal, move, note_id, written), notes))
+    rewritten = {note_id: count for note_id, count in zip(notes, counts, strict=True) if count}
+
+    if not _indexed(config, new.id):
+        reporter.warn(
+            f"note {quote(new.id)} is now in a folder that scans skip (excludeDirs or a hidden folder): "
+            "search does not find it and amem no longer resolves links to it"
+        )
+    sha = _commit_move(config, old, new, rewritten, written, reporter) if commit or config.git_auto_commit else None
+    journal.finish()
+    try:
+        version = version_of(Path(new.path).read_bytes())
+    except OSError:
+        version = version_of(written.get(new.id, b""))
+    return {
+        "id": new.id,
+        "from": old.id,
+        "version": version,
+        "rewritten": [{"id": i, "links": n} for i, n in sorted(rewritten.items())],
+        "commit": sha,
+    }
+
+
+def _check_move_ids(old: NoteRef, new: NoteRef) -> None:
     if old.id == new.id:
         raise UsageError(f"cannot move note {quote(old.id)}: the new id is the same as the old one")
     unlinkable = sorted(set(new.id) & set(LINK_SYNTAX))
@@ -442,9 +474,16 @@ def move_note(
             f"cannot move note {quote(old.id)} to {quote(new.id)}: a [[link]] cannot name a note "
             f"whose id holds {' '.join(unlinkable)}"
         )
-    journal = _Journal(config, old.id, new.id)
-    resumed = journal.load()
 
+
+def _plan_move(
+    config: Config, old: NoteRef, new: NoteRef, journal: _Journal, base_version: str | None, after: bool
+) -> _Move:
+    """Rename the file (or find it renamed: by an interrupted run, or by hand with `after`), start or
+    resume the journal, and return what every link means before and after the move."""
+    from .index import VaultIndex
+
+    resumed = journal.load() and journal.plan is not None
     index = VaultIndex(config)
     try:
         index.refresh()
@@ -461,84 +500,89 @@ def move_note(
                     f"cannot record a move of note {quote(old.id)} to {quote(new.id)}: {quote(old.id)} still "
                     "exists (--after records a rename already made; without it, move renames the note)"
                 )
-            if new_there:
-                raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
-            before = LinkResolver(namesakes, config.extensions)
-            sources = _sources(index, before, old.id, new.id)
-            if old.id not in namesakes:
-                # The index holds no links to a note it does not hold (in a folder scans skip): any
-                # note may name it.
-                before.add(old.id)
-                sources = sorted(set(index.ids()) - {old.id, new.id})
-            afterwards: LinkResolver = _Swapped(before, old.id, new.id)
-            _rename(config, old, new, base_version, journal, sources)
-        elif new_there and (after or (resumed and journal.plan is not None)):
-            # Finishing a move: the vault as it is now is the vault after it.
-            afterwards = LinkResolver(namesakes, config.extensions)
-            if new.id not in namesakes:
-                afterwards.add(new.id)
-            before = _Swapped(afterwards, new.id, old.id)
-            if resumed and journal.plan is not None:
-                _check_version(old, "move", base_version, str(journal.plan.get("version")))
-            else:
-                # No journal (lost, or the file was renamed by hand): every note may hold such a link.
-                moved = version_of(_read_existing(new, "move"))
-                _check_version(new, "move", base_version, moved)
-                journal.start(moved, [i for i in index.ids() if i != new.id])
-        elif new_there:
+            return _start_rename(config, index, namesakes, old, new, journal, base_version, new_there)
+        if new_there and (after or resumed):
+            return _finish_rename(config, index, namesakes, old, new, journal, base_version, resumed)
+        if new_there:
             raise NotFound(
                 f"cannot move note {quote(old.id)}: no such note (to record a rename made by hand, "
                 f"run amem move --after {quote(old.id)} {quote(new.id)})"
             )
-        else:
-            raise NotFound(f"cannot move note {quote(old.id)}: no such note")
+        raise NotFound(f"cannot move note {quote(old.id)}: no such note")
     finally:
         index.close()
 
-    assert journal.plan is not None
-    move = _Move(before, afterwards, old.id, new.id)
-    written: dict[str, bytes] = {}
-    from concurrent.futures import ThreadPoolExecutor  # here: only a move needs it
 
-    notes = [*journal.plan.get("sources", []), new.id]
-    # Notes are rewritten side by side: each waits mostly on its own flush to disk.
-    with ThreadPoolExecutor(max_workers=REWRITE_THREADS) as pool:
-        counts = list(pool.map(lambda note_id: _rewrite_one(config, journal, move, note_id, written), notes))
-    rewritten = {note_id: count for note_id, count in zip(notes, counts, strict=True) if count}
+def _start_rename(
+    config: Config,
+    index: VaultIndex,
+    namesakes: list[str],
+    old: NoteRef,
+    new: NoteRef,
+    journal: _Journal,
+    base_version: str | None,
+    new_there: bool,
+) -> _Move:
+    if new_there:
+        raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
+    before = LinkResolver(namesakes, config.extensions)
+    sources = _sources(index, before, old.id, new.id)
+    if old.id not in namesakes:
+        # The index holds no links to a note it does not hold (in a folder scans skip): any note may name it.
+        before.add(old.id)
+        sources = sorted(set(index.ids()) - {old.id, new.id})
+    afterwards = _Swapped(before, old.id, new.id)
+    _rename(config, old, new, base_version, journal, sources)
+    return _Move(before, afterwards, old.id, new.id)
 
-    if not _indexed(config, new.id):
-        reporter.warn(
-            f"note {quote(new.id)} is now in a folder that scans skip (excludeDirs or a hidden folder): "
-            "search does not find it and amem no longer resolves links to it"
-        )
-    sha: str | None = None
-    if commit or config.git_auto_commit:
-        from .git import commit_notes
 
-        vault = Path(config.vault_root)
-        paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
-        try:
-            outcome = commit_notes(config, list(dict.fromkeys(paths)), f"amem: move {old.id} to {new.id}")
-        except GitError as exc:
-            raise GitError(
-                f"moved note {quote(old.id)} to {quote(new.id)} but did not commit it: {exc.message}",
-                moved={"id": new.id, "from": old.id},
-            ) from None
-        for message in outcome.warnings:
-            reporter.warn(message)
-        sha = outcome.hash
-    journal.finish()
+def _finish_rename(
+    config: Config,
+    index: VaultIndex,
+    namesakes: list[str],
+    old: NoteRef,
+    new: NoteRef,
+    journal: _Journal,
+    base_version: str | None,
+    resumed: bool,
+) -> _Move:
+    """The file is already at NEW: the vault as it is now is the vault after the move."""
+    afterwards = LinkResolver(namesakes, config.extensions)
+    if new.id not in namesakes:
+        afterwards.add(new.id)
+    before = _Swapped(afterwards, new.id, old.id)
+    if resumed and journal.plan is not None:
+        _check_version(old, "move", base_version, str(journal.plan.get("version")))
+    else:
+        # No journal (lost, or the file was renamed by hand): every note may hold such a link.
+        moved = version_of(_read_existing(new, "move"))
+        _check_version(new, "move", base_version, moved)
+        journal.start(moved, [i for i in index.ids() if i != new.id])
+    return _Move(before, afterwards, old.id, new.id)
+
+
+def _commit_move(
+    config: Config,
+    old: NoteRef,
+    new: NoteRef,
+    rewritten: dict[str, int],
+    written: dict[str, bytes],
+    reporter: Reporter,
+) -> str | None:
+    from .git import commit_notes
+
+    vault = Path(config.vault_root)
+    paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
     try:
-        version = version_of(Path(new.path).read_bytes())
-    except OSError:
-        version = version_of(written.get(new.id, b""))
-    return {
-        "id": new.id,
-        "from": old.id,
-        "version": version,
-        "rewritten": [{"id": i, "links": n} for i, n in sorted(rewritten.items())],
-        "commit": sha,
-    }
+        outcome = commit_notes(config, list(dict.fromkeys(paths)), f"amem: move {old.id} to {new.id}")
+    except GitError as exc:
+        raise GitError(
+            f"moved note {quote(old.id)} to {quote(new.id)} but did not commit it: {exc.message}",
+            moved={"id": new.id, "from": old.id},
+        ) from None
+    for message in outcome.warnings:
+        reporter.warn(message)
+    return outcome.hash
 
 
 def _indexed(config: Config, note_id: str) -> bool:
