@@ -3,7 +3,6 @@ a repository with no commits, bytes a move must not touch. Run through the insta
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -14,32 +13,12 @@ import pytest
 from amem.vault.notes import version_of
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo, set_identity
-from tests.installed import amem_bin
-
-
-class Run:
-    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
-        self.code = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-    @property
-    def error(self) -> dict[str, Any]:
-        return json.loads(self.stderr)["error"]  # type: ignore[no-any-return]
+from tests.installed import installed_runner
 
 
 @pytest.fixture
 def run(tmp_path: Path, vault: Path) -> Any:
-    program = str(amem_bin(tmp_path / "bin") / "amem")
-
-    def invoke(*args: str) -> Run:
-        return Run(subprocess.run([program, *args], capture_output=True, text=True, cwd=vault.parent, timeout=120))
-
-    return invoke
+    return installed_runner(tmp_path, vault)
 
 
 # --- item 9: a typo must never rewrite links --------------------------------------------------------------

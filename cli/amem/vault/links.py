@@ -7,10 +7,12 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
+from urllib.parse import unquote
 
 _FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _LINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
 _BACKTICKS = re.compile(r"`+")
+_INDENTED_CODE = ("    ", "\t")
 
 
 def link_key(text: str) -> str:
@@ -25,6 +27,9 @@ class Link(NamedTuple):
     heading: str | None = None
     block: str | None = None
     embed: bool = False
+    #: "wiki" ([[target]] in the body), "markdown" ([text](path.md), its target decoded and relative to the
+    #: note's folder) or "frontmatter" (a [[target]] in a frontmatter value)
+    kind: str = "wiki"
 
     def to_json(self, resolved: str | None) -> dict[str, object]:
         return {
@@ -33,6 +38,7 @@ class Link(NamedTuple):
             "heading": self.heading,
             "block": self.block,
             "embed": self.embed,
+            "kind": self.kind,
             "resolved": resolved,
         }
 
@@ -64,6 +70,7 @@ def _prose_with_breaks(body: str) -> Iterator[tuple[int, str] | None]:
     fence_char = ""
     fence_len = 0
     offset = 0
+    may_indent = True  # an indented code block starts after a blank line (or at the top), never in a paragraph
     for raw in body.split("\n"):
         start = offset
         offset += len(raw) + 1
@@ -75,6 +82,14 @@ def _prose_with_breaks(body: str) -> Iterator[tuple[int, str] | None]:
                 if run >= fence_len and not stripped[run:].strip():
                     fence_char = ""
             continue
+        if not line.strip():
+            may_indent = True
+            yield start, line
+            continue
+        if may_indent and line.startswith(_INDENTED_CODE):
+            yield None  # a line of an indented code block; the block runs on until a line that is not
+            continue
+        may_indent = False
         match = _FENCE_OPEN.match(line)
         if match and not (match.group(2)[0] == "`" and "`" in match.group(3)):
             fence_char, fence_len = match.group(2)[0], len(match.group(2))
@@ -145,53 +160,28 @@ class LinkSpan(NamedTuple):
     target_end: int
 
 
-def link_spans(body: str) -> list[LinkSpan]:
-    """Every [[link]] and ![[embed]] in the body with its position, in order, outside fenced code and
-    inline code."""
-    if "[[" not in body:
+def link_spans(body: str, extensions: tuple[str, ...] = (".md",)) -> list[LinkSpan]:
+    """Every [[link]], ![[embed]] and Markdown link to a note (see `markdown_spans`) in the body with its
+    position, in order, outside fenced code, indented code and inline code."""
+    wiki = "[[" in body
+    markdown = "](" in body
+    if not (wiki or markdown):
         return []
-    if "`" not in body and "~~~" not in body:
-        # No code of either kind (a fence needs ``` or ~~~): every line is prose.
-        return _spans_in_prose(body)
-    return _spans_by_paragraph(body)
+    if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
+        # No code of any kind (a fence needs ``` or ~~~): every line is prose.
+        return _spans_in_text(body, 0, wiki, markdown, extensions)
+    return _spans_by_paragraph(body, wiki, markdown, extensions)
 
 
-def _spans_in_prose(body: str) -> list[LinkSpan]:
-    """link_spans of a body that holds no code: links are found in the body itself, at their offsets."""
+def _may_hold_indented_code(body: str) -> bool:
+    return body.startswith(_INDENTED_CODE) or "\n    " in body or "\n\t" in body
+
+
+def _spans_in_text(text: str, shift: int, wiki: bool, markdown: bool, extensions: tuple[str, ...]) -> list[LinkSpan]:
+    """The links in `text` (prose, code blanked), their offsets moved by `shift`, in order."""
     spans: list[LinkSpan] = []
-    for match in _LINK.finditer(body):
-        inner = match.group(2)
-        first, last = _target_bounds(inner)
-        spans.append(
-            LinkSpan(
-                parse_link(inner, bool(match.group(1))),
-                match.start(),
-                match.end(),
-                match.start(2) + first,
-                match.start(2) + last,
-            )
-        )
-    return spans
-
-
-def _spans_by_paragraph(body: str) -> list[LinkSpan]:
-    """link_spans paragraph by paragraph, with fenced code left out and inline code blanked."""
-    spans: list[LinkSpan] = []
-    for paragraph in _paragraphs(body):
-        text = "\n".join(line for _, line in paragraph)
-        if "[[" not in text:
-            continue
-        if "`" in text:
-            text = strip_code_spans(text)
-        # offsets of each line in `text` and in `body`: a link never crosses a line
-        in_text: list[int] = []
-        at = 0
-        for _, line in paragraph:
-            in_text.append(at)
-            at += len(line) + 1
+    if wiki:
         for match in _LINK.finditer(text):
-            row = bisect_right(in_text, match.start()) - 1
-            shift = paragraph[row][0] - in_text[row]
             inner = match.group(2)
             first, last = _target_bounds(inner)
             spans.append(
@@ -203,12 +193,152 @@ def _spans_by_paragraph(body: str) -> list[LinkSpan]:
                     match.start(2) + last + shift,
                 )
             )
+    if markdown:
+        found = markdown_spans(text, extensions)
+        if found:
+            spans += [_shifted(span, shift) for span in found] if shift else found
+            spans.sort(key=lambda span: span.start)
     return spans
 
 
-def extract_links(body: str) -> list[Link]:
-    """Every [[link]] and ![[embed]] in the body, in order, outside fenced code and inline code."""
-    return [span.link for span in link_spans(body)]
+def _shifted(span: LinkSpan, shift: int) -> LinkSpan:
+    return LinkSpan(span.link, span.start + shift, span.end + shift, span.target_start + shift, span.target_end + shift)
+
+
+def _spans_by_paragraph(body: str, wiki: bool, markdown: bool, extensions: tuple[str, ...]) -> list[LinkSpan]:
+    """link_spans paragraph by paragraph, with fenced and indented code left out and inline code blanked."""
+    spans: list[LinkSpan] = []
+    for paragraph in _paragraphs(body):
+        text = "\n".join(line for _, line in paragraph)
+        has_wiki, has_markdown = wiki and "[[" in text, markdown and "](" in text
+        if not (has_wiki or has_markdown):
+            continue
+        if "`" in text:
+            text = strip_code_spans(text)
+        # offsets of each line in `text` and in `body`: a link never crosses a line
+        in_text: list[int] = []
+        at = 0
+        for _, line in paragraph:
+            in_text.append(at)
+            at += len(line) + 1
+        for span in _spans_in_text(text, 0, has_wiki, has_markdown, extensions):
+            row = bisect_right(in_text, span.start) - 1
+            spans.append(_shifted(span, paragraph[row][0] - in_text[row]))
+    return spans
+
+
+def frontmatter_spans(block: str) -> list[LinkSpan]:
+    """The [[links]] written in a frontmatter block's values (Obsidian properties hold them so), with
+    their offsets in the block; comment lines are left out."""
+    if "[[" not in block:
+        return []
+    spans: list[LinkSpan] = []
+    for span in _spans_in_text(block, 0, True, False, ()):
+        line_start = block.rfind("\n", 0, span.start) + 1
+        if block[line_start : span.start].lstrip().startswith("#"):
+            continue
+        spans.append(span._replace(link=span.link._replace(kind="frontmatter")))
+    return spans
+
+
+# --- Markdown links ---------------------------------------------------------------------------------
+
+#: [text](destination "title"): the destination bare (no spaces, balanced parentheses one deep) or in <>.
+_MD_LINK = re.compile(
+    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\([ \t]*"
+    r"(<[^<>\n]*>|(?:[^\s()<>]|\([^\s()]*\))+)"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def markdown_spans(text: str, extensions: tuple[str, ...]) -> list[LinkSpan]:
+    """The Markdown links in `text` that can name a note: not a URL with a scheme, not only a #fragment,
+    and ending in a note extension (or, for a link that is not an image, in no extension at all). The
+    target is the path as written with %XX decoded; target_start/target_end bound that path as written
+    (inside the <> of the pointed form), the #fragment left out."""
+    spans: list[LinkSpan] = []
+    for match in _MD_LINK.finditer(text):
+        raw = match.group(3)
+        start = match.start(3)
+        if raw.startswith("<"):
+            raw, start = raw[1:-1], start + 1
+        path, hash_sep, fragment = raw.partition("#")
+        if not path or _SCHEME.match(path) or path.endswith("/"):
+            continue
+        decoded = unquote(path)
+        embed = bool(match.group(1))
+        if not _names_a_note(decoded, embed, extensions):
+            continue
+        heading = block = None
+        if hash_sep and fragment.startswith("^"):
+            block = fragment[1:]
+        elif hash_sep:
+            heading = unquote(fragment)
+        link = Link(decoded, match.group(2).strip() or None, heading, block, embed, "markdown")
+        spans.append(LinkSpan(link, match.start(), match.end(), start, start + len(path)))
+    return spans
+
+
+def _names_a_note(path: str, embed: bool, extensions: tuple[str, ...]) -> bool:
+    name = path.rsplit("/", 1)[-1].lower()
+    if any(name.endswith(ext.lower()) for ext in extensions):
+        return True
+    return not embed and "." not in name.lstrip(".")
+
+
+def markdown_path(note_id: str, target: str) -> str | None:
+    """The vault path a Markdown link's (decoded) target names from note `note_id`: relative to the note's
+    folder, or to the vault root with a leading `/`; None when it climbs out of the vault."""
+    target = target.replace("\\", "/")
+    if target.startswith("/"):
+        parts: list[str] = []
+        target = target.lstrip("/")
+    else:
+        parts = note_id.split("/")[:-1]
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts) or None
+
+
+#: How the index and `resolve_stored` write a Markdown link's target: its vault path after this mark,
+#: which no [[link]] target keeps (normalise_target drops a leading `/`).
+PATH_MARK = "/"
+
+
+def stored_target(link: Link, note_id: str) -> str | None:
+    """The target as the index stores it: a [[link]]'s normalised target, or for a Markdown link its
+    vault path after PATH_MARK (it resolves by that path only); None when it names nothing."""
+    if link.kind != "markdown":
+        return normalise_target(link.target) or None
+    path = markdown_path(note_id, link.target)
+    return PATH_MARK + path if path else None
+
+
+def resolve_stored(resolver: LinkResolver, target: str) -> str | None:
+    """What a stored target (see `stored_target`) resolves to."""
+    if target.startswith(PATH_MARK):
+        found = resolver.ranked_path(target[len(PATH_MARK) :])
+        return found[0] if found else None
+    return resolver.resolve(target)
+
+
+def extract_links(body: str, extensions: tuple[str, ...] = (".md",)) -> list[Link]:
+    """Every [[link]], ![[embed]] and Markdown link to a note in the body, in order, outside code."""
+    return [span.link for span in link_spans(body, extensions)]
+
+
+def note_links(frontmatter_text: str | None, body: str, extensions: tuple[str, ...]) -> list[Link]:
+    """A note's links: those in its frontmatter values first, then those of its body."""
+    head = [span.link for span in frontmatter_spans(frontmatter_text)] if frontmatter_text else []
+    return head + extract_links(body, extensions)
 
 
 # --- resolution ------------------------------------------------------------------------------------
@@ -322,3 +452,11 @@ class LinkResolver:
     def resolve(self, target: str) -> str | None:
         found = self.ranked(target)
         return found[0] if found else None
+
+    def ranked_path(self, path: str) -> list[str]:
+        """The notes at exactly vault path `path` (with or without an extension, case and Unicode form
+        ignored), best first: how a Markdown link resolves, by its path and nothing else."""
+        written = _with_extensions(path, self.extensions)
+        keys = [link_key(c) for c in written]
+        found = set(self.find_exact(keys))
+        return sorted(found, key=lambda i: (i not in written, keys.index(link_key(i)), i))

@@ -10,7 +10,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,9 +20,19 @@ from ..errors import Conflict, GitError, InvalidId, NotFound, UsageError
 from ..output import quote
 from ..report import Reporter
 from ..timefmt import iso, now
-from .links import LinkResolver, link_key, link_spans, normalise_target, resolution_keys
+from .links import (
+    Link,
+    LinkResolver,
+    frontmatter_spans,
+    link_key,
+    link_spans,
+    markdown_path,
+    normalise_target,
+    resolution_keys,
+)
 from .notes import parse_note, version_of
 from .paths import NoteRef, resolve_note
+from .relink import spell_markdown_path, stamp_updated
 from .write import (
     _make_parents,
     _remember,
@@ -31,7 +40,6 @@ from .write import (
     _write_failure,
     check_version,
     note_lock,
-    set_keys,
     update_note,
 )
 
@@ -154,6 +162,28 @@ def _namesakes(index: VaultIndex, old: str, new: str, extensions: tuple[str, ...
     return sorted(set(index.resolver().find_basename(keys)))
 
 
+def _path_targets(index: VaultIndex, ref: NoteRef, old: str, new: str) -> set[str]:
+    """The notes the moved note's Markdown links name, read from its old folder and from its new one:
+    the resolvers must know them, since those links are spelled again from the new folder."""
+    try:
+        text = Path(ref.path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    if "](" not in text:
+        return set()
+    extensions = index.config.extensions
+    resolver = index.resolver()
+    found: set[str] = set()
+    for span in link_spans(parse_note(text).body, extensions):
+        if span.link.kind != "markdown":
+            continue
+        for folder_of in (old, new):
+            path = markdown_path(folder_of, span.link.target)
+            if path:
+                found.update(resolver.ranked_path(path))
+    return found
+
+
 class _Move:
     """What a link means before and after moving `old` to `new`."""
 
@@ -204,16 +234,40 @@ class _Move:
                 return candidate.replace("/", separator)
         return "/".join(parts).replace("/", separator)  # the whole path: the exact tier, spelled exactly
 
-    def rewrite_body(self, body: str) -> tuple[str, int]:
-        """The body with every link that needs it retargeted, and how many were; every other byte stays."""
+    def retarget_path(self, written: str, link: Link, note_before: str, note_after: str, pointed: bool) -> str | None:
+        """The new text for a Markdown link's path written as `written` in a note that was `note_before`
+        and is `note_after` (they differ for the moved note: its relative links start from a new
+        folder), or None when it is to stay: it must still name the note it named, OLD meaning NEW."""
+        if note_before == note_after and self.names.isdisjoint(_names(link.target, self.after.extensions)):
+            return None  # it can name neither the old place nor the new one, from a folder that stays
+        was_path = markdown_path(note_before, link.target)
+        was = self.before.ranked_path(was_path)[:1] if was_path else []
+        if not was:
+            return None
+        meant = self.new if was[0] == self.old else was[0]
+        now_path = markdown_path(note_after, link.target)
+        if now_path and self.after.ranked_path(now_path)[:1] == [meant]:
+            return None
+        return spell_markdown_path(written, meant, note_after, self.after.extensions, pointed)
+
+    def rewrite_body(
+        self, body: str, note_before: str = "", note_after: str = "", frontmatter: bool = False
+    ) -> tuple[str, int]:
+        """The body (or with `frontmatter`, the frontmatter block) with every link that needs it
+        retargeted, and how many were; every other byte stays."""
         pieces: list[str] = []
         at = 0
         count = 0
-        for span in link_spans(body):
+        spans = frontmatter_spans(body) if frontmatter else link_spans(body, self.after.extensions)
+        for span in spans:
             written = body[span.target_start : span.target_end]
             if not span.link.target:
                 continue
-            replacement = self.retarget(written)
+            if span.link.kind == "markdown":
+                pointed = body[span.target_start - 1 : span.target_start] == "<"
+                replacement = self.retarget_path(written, span.link, note_before, note_after, pointed)
+            else:
+                replacement = self.retarget(written)
             if replacement is None:
                 continue
             pieces += [body[at : span.target_start], replacement]
@@ -225,24 +279,31 @@ class _Move:
         return "".join(pieces), count
 
 
-def rewrite_note_text(text: str, move: _Move, stamp: str, tz: Any) -> tuple[str, int]:
-    """A note's text with its links retargeted for `move` and `updated` stamped, as any write stamps it;
-    unchanged (and 0) when no link needs it. CRLF notes stay CRLF, a BOM stays."""
+def rewrite_note_text(
+    text: str, move: _Move, stamp: str, tz: Any, note_before: str = "", note_after: str = ""
+) -> tuple[str, int]:
+    """A note's text with its links (in the body and in frontmatter values) retargeted for `move` and
+    `updated` stamped; unchanged (and 0) when no link needs it. Only the link targets and the `updated`
+    line change: dates, comments, flow lists, a BOM and each line's ending stay as written (a note with
+    no frontmatter gets a block holding `updated`, in the line ending of its first line)."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
-    crlf = "\r\n" in text
-    plain = text[len(bom) :].replace("\r\n", "\n")
-    note = parse_note(plain)
-    head = plain[: len(plain) - len(note.body)]
-    body, count = move.rewrite_body(note.body)
+    raw = text[len(bom) :]
+    note = parse_note(raw)  # a block that does not parse leaves the whole text as the body
+    block, body = note.frontmatter_text, note.body
+    body, count = move.rewrite_body(body, note_before, note_after)
+    if block is not None:
+        block, in_block = move.rewrite_body(block, frontmatter=True)
+        count += in_block
     if not count:
         return text, 0
-    malformed = note.frontmatter_text is None and note.frontmatter == {} and bool(note.warnings)
-    if not malformed:
-        head = f"---\n{set_keys(note, {'updated': stamp}, tz)}---\n"
-    result = head + body
-    if crlf:
-        result = re.sub(r"(?<!\r)\n", "\r\n", result)
-    return bom + result, count
+    first_eol = "\r\n" if raw.split("\n", 1)[0].endswith("\r") else "\n"
+    if block is None:
+        malformed = bool(note.warnings)
+        head = "" if malformed else f"---{first_eol}updated: {stamp}{first_eol}---{first_eol}"
+        return bom + head + body, count
+    opening = raw[: raw.index("\n") + 1]
+    closing = raw[len(opening) + len(note.frontmatter_text or "") : len(raw) - len(note.body)]
+    return bom + opening + stamp_updated(block, stamp, first_eol) + closing + body, count
 
 
 # --- the move journal --------------------------------------------------------------------------------------
@@ -494,6 +555,7 @@ def _plan_move(
             old_there = False
             index.refresh()
         namesakes = _namesakes(index, old.id, new.id, config.extensions)
+        namesakes = sorted({*namesakes, *_path_targets(index, old if old_there else new, old.id, new.id)})
         if old_there:
             if after:
                 raise Conflict(
@@ -617,11 +679,13 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
         return int(step.get("links", 0))  # done by the run that was interrupted
     tz = config.tz
 
+    before_id = move.old if note_id == move.new else note_id
+
     def rewrite(data: bytes) -> tuple[str, int]:
-        if b"[[" not in data:
+        if b"[[" not in data and b"](" not in data:
             return "", 0
         try:
-            return rewrite_note_text(data.decode("utf-8"), move, iso(now(tz)), tz)
+            return rewrite_note_text(data.decode("utf-8"), move, iso(now(tz)), tz, before_id, note_id)
         except UnicodeDecodeError:
             return "", 0
 

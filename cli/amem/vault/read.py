@@ -10,9 +10,13 @@ from ..output import quote
 from ..timefmt import from_epoch
 from .conflicts import has_conflict_copy
 from .index import VaultIndex
-from .links import extract_links
+from .links import note_links, stored_target
 from .notes import note_title, parse_note, version_of
 from .paths import NoteRef, may_read, resolve_note
+
+#: At most this many link records a note's `links` lists; past it `linksTruncated` is true and a warning
+#: says so (a note of a million links would otherwise print a record for each).
+MAX_LINK_RECORDS = 10_000
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -48,14 +52,23 @@ def _note_record(
     note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
         reporter.warn(message)
-    links = extract_links(note.body)
-    resolved = [index.resolve(link.target) if link.target else None for link in links]
+    links = note_links(note.frontmatter_text, note.body, index.config.extensions)
+    stored = [stored_target(link, ref.id) for link in links]
+    # Each distinct target is resolved once: a note may name one note a million times.
+    meaning = {target: index.resolve(target) for target in dict.fromkeys(t for t in stored if t)}
+    resolved = [meaning[target] if target else None for target in stored]
+    if len(links) > MAX_LINK_RECORDS:
+        reporter.warn(
+            f"note {quote(ref.id)} holds {len(links)} links; only the first {MAX_LINK_RECORDS} are listed "
+            "(linksTruncated), every one is followed for linkedNotes"
+        )
     record: dict[str, Any] = {
         "id": ref.id,
         "title": note_title(note.frontmatter, note.body, ref.id),
         "frontmatter": note.frontmatter,
         "body": note.body,
-        "links": [link.to_json(target) for link, target in zip(links, resolved, strict=True)],
+        "links": [link.to_json(target) for link, target in zip(links[:MAX_LINK_RECORDS], resolved, strict=False)],
+        "linksTruncated": len(links) > MAX_LINK_RECORDS,
         "version": version_of(data),
         "linkedNotes": [],
     }
@@ -104,6 +117,7 @@ def read_note(
         "frontmatter": record["frontmatter"],
         "body": record["body"],
         "links": record["links"],
+        "linksTruncated": record["linksTruncated"],
         "linkedNotes": record["linkedNotes"],
         "backlinks": backlinks,
         "version": record["version"],
