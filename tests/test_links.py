@@ -215,4 +215,6 @@ def test_a_body_without_code_finds_the_same_links_either_way(body: str) -> None:
     from amem.vault.links import _may_hold_indented_code, _spans_by_paragraph, _spans_in_text
 
     if not _may_hold_indented_code(body):
-        assert _spans_in_text(body, 0, True, True, (".md",)) == _spans_by_paragraph(body, True, True, (".md",))
+        assert list(_spans_in_text(body, 0, True, True, (".md",))) == list(
+            _spans_by_paragraph(body, True, True, (".md",))
+        )

@@ -132,3 +132,26 @@ def test_move_adds_updated_in_the_blocks_own_line_ending(vault: Path, run: Any) 
     data = plan.read_bytes()
     assert data.startswith(b"---\r\ncreated: 2024-01-01 # when\r\nupdated: ")
     assert data.endswith(b"\r\n---\r\n[[done]]\n")
+
+
+# --- item 16: a note of many links costs about its size ----------------------------------------------------
+
+
+def test_a_note_of_many_links_lists_the_first_ones_and_follows_every_target(vault: Path, run: Any) -> None:
+    from amem.vault.read import MAX_LINK_RECORDS
+
+    write_file(vault / "a.md", "# A\n")
+    write_file(vault / "z.md", "# Z\n")
+    many = "[[a]] " * (MAX_LINK_RECORDS + 500) + "\n\n[last](z.md)\n"
+    write_file(vault / "many.md", many)
+    write_file(vault / "linker.md", "[[many]]\n")
+    result = run("read", "many")
+    assert result.code == 0, result.stderr
+    assert len(result.json["links"]) == MAX_LINK_RECORDS and result.json["linksTruncated"] is True
+    assert {link["resolved"] for link in result.json["links"]} == {"a.md"}
+    assert f"holds {MAX_LINK_RECORDS + 501} links" in result.stderr
+    assert [note["id"] for note in result.json["linkedNotes"]] == ["a.md", "z.md"]  # past the cap too
+    assert run("read", "z").json["backlinks"] == ["many.md"]
+    linker = run("read", "linker")
+    assert linker.json["linksTruncated"] is False
+    assert linker.json["linkedNotes"][0]["linksTruncated"] is True

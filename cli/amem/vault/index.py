@@ -29,9 +29,9 @@ from ..report import Reporter
 from .links import (
     PATH_MARK,
     LinkResolver,
+    link_census,
     link_key,
     normalise_target,
-    note_links,
     resolution_keys,
     resolve_stored,
     stored_target,
@@ -912,8 +912,8 @@ class _Batch:
             created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
             body_at = len(data) - len(body.encode("utf-8"))
             # Each distinct target once: a note that names one note a million times costs one row.
-            links = note_links(parsed.frontmatter_text, body, self.config.extensions)
-            targets = list(dict.fromkeys(t for t in (stored_target(link, note_id) for link in links) if t))
+            distinct = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0).distinct
+            targets = list(dict.fromkeys(t for t in (stored_target(link, note_id) for link in distinct) if t))
         cut = note_id.rfind("/") + 1
         key = link_key(note_id)
         row = _NoteRow(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import re
 import unicodedata
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 from urllib.parse import unquote
@@ -163,10 +166,15 @@ class LinkSpan(NamedTuple):
 def link_spans(body: str, extensions: tuple[str, ...] = (".md",)) -> list[LinkSpan]:
     """Every [[link]], ![[embed]] and Markdown link to a note (see `markdown_spans`) in the body with its
     position, in order, outside fenced code, indented code and inline code."""
+    return list(iter_link_spans(body, extensions))
+
+
+def iter_link_spans(body: str, extensions: tuple[str, ...] = (".md",)) -> Iterator[LinkSpan]:
+    """link_spans one at a time, so that a reader that keeps only some of them holds no more."""
     wiki = "[[" in body
     markdown = "](" in body
     if not (wiki or markdown):
-        return []
+        return iter(())
     if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
         # No code of any kind (a fence needs ``` or ~~~): every line is prose.
         return _spans_in_text(body, 0, wiki, markdown, extensions)
@@ -177,37 +185,36 @@ def _may_hold_indented_code(body: str) -> bool:
     return body.startswith(_INDENTED_CODE) or "\n    " in body or "\n\t" in body
 
 
-def _spans_in_text(text: str, shift: int, wiki: bool, markdown: bool, extensions: tuple[str, ...]) -> list[LinkSpan]:
+def _spans_in_text(
+    text: str, shift: int, wiki: bool, markdown: bool, extensions: tuple[str, ...]
+) -> Iterator[LinkSpan]:
     """The links in `text` (prose, code blanked), their offsets moved by `shift`, in order."""
-    spans: list[LinkSpan] = []
-    if wiki:
-        for match in _LINK.finditer(text):
-            inner = match.group(2)
-            first, last = _target_bounds(inner)
-            spans.append(
-                LinkSpan(
-                    parse_link(inner, bool(match.group(1))),
-                    match.start() + shift,
-                    match.end() + shift,
-                    match.start(2) + first + shift,
-                    match.start(2) + last + shift,
-                )
-            )
-    if markdown:
-        found = markdown_spans(text, extensions)
-        if found:
-            spans += [_shifted(span, shift) for span in found] if shift else found
-            spans.sort(key=lambda span: span.start)
-    return spans
+    wikis = _wiki_spans(text, shift) if wiki else iter(())
+    if not markdown:
+        return wikis
+    found = (_shifted(span, shift) for span in iter_markdown_spans(text, extensions))
+    return heapq.merge(wikis, found, key=lambda span: span.start)
+
+
+def _wiki_spans(text: str, shift: int) -> Iterator[LinkSpan]:
+    # Each distinct link text is parsed once, and shared: a note may write the same link a million times.
+    parsed: dict[tuple[str, str], tuple[Link, int, int]] = {}
+    for match in _LINK.finditer(text):
+        embed, inner = match.group(1, 2)
+        known = parsed.get((embed, inner))
+        if known is None:
+            known = parsed[embed, inner] = (parse_link(inner, bool(embed)), *_target_bounds(inner))
+        link, first, last = known
+        at = match.start(2) + shift
+        yield LinkSpan(link, match.start() + shift, match.end() + shift, at + first, at + last)
 
 
 def _shifted(span: LinkSpan, shift: int) -> LinkSpan:
     return LinkSpan(span.link, span.start + shift, span.end + shift, span.target_start + shift, span.target_end + shift)
 
 
-def _spans_by_paragraph(body: str, wiki: bool, markdown: bool, extensions: tuple[str, ...]) -> list[LinkSpan]:
+def _spans_by_paragraph(body: str, wiki: bool, markdown: bool, extensions: tuple[str, ...]) -> Iterator[LinkSpan]:
     """link_spans paragraph by paragraph, with fenced and indented code left out and inline code blanked."""
-    spans: list[LinkSpan] = []
     for paragraph in _paragraphs(body):
         text = "\n".join(line for _, line in paragraph)
         has_wiki, has_markdown = wiki and "[[" in text, markdown and "](" in text
@@ -223,8 +230,7 @@ def _spans_by_paragraph(body: str, wiki: bool, markdown: bool, extensions: tuple
             at += len(line) + 1
         for span in _spans_in_text(text, 0, has_wiki, has_markdown, extensions):
             row = bisect_right(in_text, span.start) - 1
-            spans.append(_shifted(span, paragraph[row][0] - in_text[row]))
-    return spans
+            yield _shifted(span, paragraph[row][0] - in_text[row])
 
 
 def frontmatter_spans(block: str) -> list[LinkSpan]:
@@ -253,31 +259,43 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def markdown_spans(text: str, extensions: tuple[str, ...]) -> list[LinkSpan]:
+    """The Markdown links in `text` that can name a note (see `iter_markdown_spans`)."""
+    return list(iter_markdown_spans(text, extensions))
+
+
+def iter_markdown_spans(text: str, extensions: tuple[str, ...]) -> Iterator[LinkSpan]:
     """The Markdown links in `text` that can name a note: not a URL with a scheme, not only a #fragment,
     and ending in a note extension (or, for a link that is not an image, in no extension at all). The
     target is the path as written with %XX decoded; target_start/target_end bound that path as written
     (inside the <> of the pointed form), the #fragment left out."""
-    spans: list[LinkSpan] = []
+    parsed: dict[tuple[str, str, str], Link | None] = {}  # each distinct link parsed once
     for match in _MD_LINK.finditer(text):
         raw = match.group(3)
         start = match.start(3)
         if raw.startswith("<"):
             raw, start = raw[1:-1], start + 1
-        path, hash_sep, fragment = raw.partition("#")
-        if not path or _SCHEME.match(path) or path.endswith("/"):
-            continue
-        decoded = unquote(path)
-        embed = bool(match.group(1))
-        if not _names_a_note(decoded, embed, extensions):
-            continue
-        heading = block = None
-        if hash_sep and fragment.startswith("^"):
-            block = fragment[1:]
-        elif hash_sep:
-            heading = unquote(fragment)
-        link = Link(decoded, match.group(2).strip() or None, heading, block, embed, "markdown")
-        spans.append(LinkSpan(link, match.start(), match.end(), start, start + len(path)))
-    return spans
+        key = (match.group(1), match.group(2), raw)
+        if key not in parsed:
+            parsed[key] = _markdown_link(raw, bool(match.group(1)), match.group(2), extensions)
+        link = parsed[key]
+        if link is not None:
+            path_length = len(raw.partition("#")[0])
+            yield LinkSpan(link, match.start(), match.end(), start, start + path_length)
+
+
+def _markdown_link(raw: str, embed: bool, text: str, extensions: tuple[str, ...]) -> Link | None:
+    path, hash_sep, fragment = raw.partition("#")
+    if not path or _SCHEME.match(path) or path.endswith("/"):
+        return None
+    decoded = unquote(path)
+    if not _names_a_note(decoded, embed, extensions):
+        return None
+    heading = block = None
+    if hash_sep and fragment.startswith("^"):
+        block = fragment[1:]
+    elif hash_sep:
+        heading = unquote(fragment)
+    return Link(decoded, text.strip() or None, heading, block, embed, "markdown")
 
 
 def _names_a_note(path: str, embed: bool, extensions: tuple[str, ...]) -> bool:
@@ -337,8 +355,93 @@ def extract_links(body: str, extensions: tuple[str, ...] = (".md",)) -> list[Lin
 
 def note_links(frontmatter_text: str | None, body: str, extensions: tuple[str, ...]) -> list[Link]:
     """A note's links: those in its frontmatter values first, then those of its body."""
-    head = [span.link for span in frontmatter_spans(frontmatter_text)] if frontmatter_text else []
-    return head + extract_links(body, extensions)
+    return link_census(frontmatter_text, body, extensions, limit=None).listed
+
+
+class LinkCensus(NamedTuple):
+    #: the note's links in order, the first `limit` of them
+    listed: list[Link]
+    #: each distinct link once, in the order first written
+    distinct: list[Link]
+    #: how many links the note holds
+    total: int
+
+
+def link_census(frontmatter_text: str | None, body: str, extensions: tuple[str, ...], limit: int | None) -> LinkCensus:
+    """A note's links (frontmatter values first, then the body): the first `limit` in order, and each
+    distinct one once, counted without a record per link, so that a note of a million links costs about
+    its size."""
+    head = frontmatter_spans(frontmatter_text) if frontmatter_text else []
+    spans = itertools.chain(head, iter_link_spans(body, extensions))
+    listed = [span.link for span in (spans if limit is None else itertools.islice(spans, limit))]
+    first: dict[tuple[str, ...], tuple[int, Link]] = {}
+    for at, span in enumerate(head, start=-len(head)):
+        first.setdefault(("f", span.link.target, str(span.link)), (at, span.link))
+    total = len(head)
+    for offset, text, wiki, markdown in _prose_texts(body):
+        total += _count_links(text, offset, wiki, markdown, extensions, first)
+    distinct = dict.fromkeys(link for _, link in sorted(first.values(), key=lambda item: item[0]))
+    return LinkCensus(listed, list(distinct), total)
+
+
+def _prose_texts(body: str) -> Iterator[tuple[int, str, bool, bool]]:
+    """The body's prose as iter_link_spans reads it: (offset, text with code blanked, has [[, has ]( )."""
+    wiki, markdown = "[[" in body, "](" in body
+    if not (wiki or markdown):
+        return
+    if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
+        yield 0, body, wiki, markdown
+        return
+    for paragraph in _paragraphs(body):
+        text = "\n".join(line for _, line in paragraph)
+        has_wiki, has_markdown = wiki and "[[" in text, markdown and "](" in text
+        if has_wiki or has_markdown:
+            yield paragraph[0][0], strip_code_spans(text) if "`" in text else text, has_wiki, has_markdown
+
+
+#: How much text `_count_links` hands the regular expressions at once: their matches are held a chunk
+#: at a time, never a whole note's.
+_COUNT_CHUNK = 1 << 16
+
+
+def _count_links(
+    text: str,
+    offset: int,
+    wiki: bool,
+    markdown: bool,
+    extensions: tuple[str, ...],
+    first: dict[tuple[str, ...], tuple[int, Link]],
+) -> int:
+    """How many links `text` holds; each not met before goes into `first` with where it was met. The
+    matches are counted a chunk (whole lines: no link crosses one) at a time, in C."""
+    total = 0
+    for start, piece in _line_chunks(text):
+        if wiki and "[[" in piece:
+            for (embed, inner), count in Counter(_LINK.findall(piece)).items():
+                total += count
+                if ("w", embed, inner) not in first:
+                    at = offset + start + piece.find(f"{embed}[[{inner}]]")
+                    first["w", embed, inner] = (at, parse_link(inner, bool(embed)))
+        if markdown and "](" in piece:
+            for (embed, label, raw), count in Counter(_MD_LINK.findall(piece)).items():
+                key = ("m", embed, label, raw)
+                if key not in first:
+                    path = raw[1:-1] if raw.startswith("<") else raw
+                    link = _markdown_link(path, bool(embed), label, extensions)
+                    if link is None:
+                        continue
+                    first[key] = (offset + start + piece.find(f"[{label}]("), link)
+                total += count
+    return total
+
+
+def _line_chunks(text: str) -> Iterator[tuple[int, str]]:
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _COUNT_CHUNK)
+        end = len(text) if end < 0 else end + 1
+        yield start, text[start:end]
+        start = end
 
 
 # --- resolution ------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from ..output import quote
 from ..timefmt import from_epoch
 from .conflicts import has_conflict_copy
 from .index import VaultIndex
-from .links import note_links, stored_target
+from .links import Link, link_census, stored_target
 from .notes import note_title, parse_note, version_of
 from .paths import NoteRef, may_read, resolve_note
 
@@ -52,23 +52,24 @@ def _note_record(
     note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
         reporter.warn(message)
-    links = note_links(note.frontmatter_text, note.body, index.config.extensions)
-    stored = [stored_target(link, ref.id) for link in links]
-    # Each distinct target is resolved once: a note may name one note a million times.
-    meaning = {target: index.resolve(target) for target in dict.fromkeys(t for t in stored if t)}
-    resolved = [meaning[target] if target else None for target in stored]
-    if len(links) > MAX_LINK_RECORDS:
+    census = link_census(note.frontmatter_text, note.body, index.config.extensions, MAX_LINK_RECORDS)
+    # Each distinct link is resolved once: a note may name one note a million times.
+    meaning: dict[Link, str | None] = {}
+    for link in census.distinct:
+        target = stored_target(link, ref.id)
+        meaning[link] = index.resolve(target) if target else None
+    if census.total > MAX_LINK_RECORDS:
         reporter.warn(
-            f"note {quote(ref.id)} holds {len(links)} links; only the first {MAX_LINK_RECORDS} are listed "
-            "(linksTruncated), every one is followed for linkedNotes"
+            f"note {quote(ref.id)} holds {census.total} links; `links` lists the first {MAX_LINK_RECORDS} "
+            "(linksTruncated), linkedNotes follows every one"
         )
     record: dict[str, Any] = {
         "id": ref.id,
         "title": note_title(note.frontmatter, note.body, ref.id),
         "frontmatter": note.frontmatter,
         "body": note.body,
-        "links": [link.to_json(target) for link, target in zip(links[:MAX_LINK_RECORDS], resolved, strict=False)],
-        "linksTruncated": len(links) > MAX_LINK_RECORDS,
+        "links": [link.to_json(meaning[link]) for link in census.listed],
+        "linksTruncated": census.total > MAX_LINK_RECORDS,
         "version": version_of(data),
         "linkedNotes": [],
     }
@@ -76,7 +77,7 @@ def _note_record(
         return record
     vault = index.config.vault_root
     real_root = os.path.realpath(vault)
-    for target in dict.fromkeys(t for t in resolved if t is not None):
+    for target in dict.fromkeys(t for t in meaning.values() if t is not None):
         if target in visited:
             continue  # a cycle, or a note already shown elsewhere in the tree
         visited.add(target)
