@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def amem_bin(folder: Path) -> Path:
@@ -24,3 +28,30 @@ def amem_bin(folder: Path) -> Path:
 def path_with(folder: Path) -> str:
     """PATH with `folder` first, so that `amem` means the amem under test."""
     return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+class Run:
+    """A finished run of the installed `amem`: its exit code, stdout and stderr, parsed on demand."""
+
+    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
+        self.code = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    @property
+    def error(self) -> dict[str, Any]:
+        return json.loads(self.stderr)["error"]  # type: ignore[no-any-return]
+
+
+def installed_runner(tmp_path: Path, vault: Path) -> Callable[..., Run]:
+    """`run("read", "x")` runs the installed `amem` in a subprocess from beside the vault, as a user does."""
+    program = str(amem_bin(tmp_path / "bin") / "amem")
+
+    def invoke(*args: str) -> Run:
+        return Run(subprocess.run([program, *args], capture_output=True, text=True, cwd=vault.parent, timeout=120))
+
+    return invoke

@@ -110,14 +110,14 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "delete": (
         ["delete", "x"],
         NOTES | {"fcntl"},
-        NOTES_AMEM | {"amem.vault.ops", "amem.vault.write"},
+        NOTES_AMEM | {"amem.vault.ops", "amem.vault.relink", "amem.vault.write"},
         "amem.vault.ops",
     ),
     "move": (
         ["move", "x", "y"],
         # a move rewrites notes side by side, in threads
         NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
-        NOTES_AMEM | {"amem.vault.ops", "amem.vault.write", "amem.vault.search"},
+        NOTES_AMEM | {"amem.vault.ops", "amem.vault.relink", "amem.vault.write", "amem.vault.search"},
         "amem.vault.ops",
     ),
     "sync": (

@@ -3,6 +3,8 @@ link targets (and the `updated` stamp of a rewritten note) changes."""
 
 from __future__ import annotations
 
+import posixpath
+import re
 import tempfile
 from pathlib import Path
 
@@ -10,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amem.config import load_config
-from amem.vault.links import LinkResolver, link_spans
+from amem.vault.links import LinkResolver, frontmatter_spans, link_spans, markdown_path
 from amem.vault.notes import parse_note
 from amem.vault.ops import move_note
 
@@ -123,3 +125,133 @@ def test_move_keeps_every_link_meaning(data: st.DataObject) -> None:
                         assert "/" not in now_target, (was_target, now_target)
             entry = next(e for e in result["rewritten"] if e["id"] == now_id)
             assert entry["links"] == changed > 0
+
+
+# --- every kind of link, every frontmatter style and line ending -------------------------------------------
+
+HEADS = [
+    "",
+    "---\ntitle: T\ntags: [x, y]\n---\n",
+    "---\ncreated: 2024-01-01  # a date, unquoted\ntags:\n  - a\n# a comment line\n---\n",
+    "---\nupdated: '2020-05-05T00:00:00+00:00'\nrelated: '{link}'\n---\n",
+    "---\nrelated: ['{link}', plain]\nupdated: 2020-05-05 # stamp\ntitle: T\n---\n",
+    "---\n---\n",
+]
+
+
+def relative_to(note_id: str, target_id: str) -> str:
+    """A Markdown link path from `note_id`'s folder to `target_id`."""
+    folder = note_id.rsplit("/", 1)[0] if "/" in note_id else ""
+    return posixpath.relpath("/" + target_id, "/" + folder)
+
+
+@st.composite
+def markdown_link(draw: st.DrawFn, note_id: str, ids: list[str]) -> str:
+    target = draw(st.sampled_from([*ids, "missing.md"]))
+    path = draw(st.sampled_from([relative_to(note_id, target), "/" + target]))
+    if draw(st.booleans()):
+        path = path[:-3]  # without the extension, as zk writes them
+    fragment = draw(st.sampled_from(["", "#Heading"]))
+    if draw(st.booleans()):
+        return f"[text]({path.replace(' ', '%20')}{fragment})"
+    return f"[text](<{path}{fragment}>)"
+
+
+@st.composite
+def rich_note(draw: st.DrawFn, note_id: str, ids: list[str]) -> str:
+    pieces: list[str] = []
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.sampled_from(["wiki", "markdown", "indented", "fence"]))
+        link = draw(markdown_link(note_id, ids)) if kind == "markdown" else draw(link_text(ids))
+        if kind == "indented":
+            other = draw(markdown_link(note_id, ids))
+            pieces.append(f"\n    {link} in code\n    {other}\n\nprose after.\n")
+        elif kind == "fence":
+            pieces.append(f"```\n{link}\n```\n")
+        else:
+            pieces.append(f"see {link} here.\n")
+    head = draw(st.sampled_from(HEADS)).replace("{link}", draw(link_text(ids)).lstrip("!"))
+    lines = (head + "".join(pieces)).split("\n")
+    endings = [draw(st.sampled_from(["\n", "\r\n"])) for _ in lines[:-1]]
+    return "".join(line + end for line, end in zip(lines, endings, strict=False)) + lines[-1]
+
+
+_UPDATED_LINE = re.compile(r"(?m)^updated[ \t]*:.*(\r?\n|$)")
+
+
+def cut(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The text with every link target and the `updated` line cut out, and the links as (kind, target)."""
+    note = parse_note(text)
+    block = note.frontmatter_text
+    pieces: list[str] = []
+    links: list[tuple[str, str]] = []
+    if block is not None:
+        opening = text[: text.index("\n") + 1]
+        closing = text[len(opening) + len(block) : len(text) - len(note.body)]
+        at = 0
+        for span in frontmatter_spans(block):
+            pieces.append(block[at : span.target_start])
+            at = span.target_end
+            links.append(("wiki", span.link.target))
+        pieces.append(block[at:])
+        pieces = [opening, *(_UPDATED_LINE.sub("", piece) for piece in pieces), closing]
+    at = 0
+    body = note.body
+    for span in link_spans(body, EXTENSIONS):
+        pieces.append(body[at : span.target_start])
+        at = span.target_end
+        links.append((span.link.kind, span.link.target))
+    pieces.append(body[at:])
+    return "\0".join(pieces), links
+
+
+def meaning(resolver: LinkResolver, note_id: str, kind: str, target: str) -> str | None:
+    if kind != "markdown":
+        return resolver.resolve(target)
+    path = markdown_path(note_id, target)
+    found = resolver.ranked_path(path) if path else []
+    return found[0] if found else None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_move_keeps_every_kind_of_link_and_every_other_byte(data: st.DataObject) -> None:
+    ids = sorted(set(data.draw(st.lists(note_ids, min_size=2, max_size=6), label="ids")))
+    old = data.draw(st.sampled_from(ids), label="old")
+    new = data.draw(note_ids.filter(lambda i: i not in ids), label="new")
+    texts = {note_id: data.draw(rich_note(note_id, ids), label=note_id) for note_id in ids}
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "vault"
+        for note_id, text in texts.items():
+            path = vault / note_id
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))
+        result = move_note(load_config(vault=str(vault)), old, new)
+
+        before = LinkResolver(ids, EXTENSIONS)
+        after = LinkResolver(sorted([i for i in ids if i != old] + [new]), EXTENSIONS)
+        rewritten = {entry["id"]: entry["links"] for entry in result["rewritten"]}
+        for note_id, text in texts.items():
+            now_id = new if note_id == old else note_id
+            now_text = (vault / now_id).read_bytes().decode("utf-8")
+            if now_id not in rewritten:
+                assert now_text == text
+                continue
+            assert "updated" in parse_note(now_text).frontmatter
+            if parse_note(text).frontmatter_text is None:
+                added = re.match(r"---(\r?\n)updated: [^\r\n]*\1---\1", now_text)
+                assert added, now_text  # a block was added for `updated`: the rest is the text
+                now_text = now_text[added.end() :]
+            old_cut, old_links = cut(text)
+            new_cut, new_links = cut(now_text)
+            assert new_cut == old_cut  # no byte outside the link targets and `updated` changed
+            changed = 0
+            for (kind, was_target), (_, now_target) in zip(old_links, new_links, strict=True):
+                was = meaning(before, note_id, kind, was_target)
+                now = meaning(after, now_id, kind, now_target)
+                changed += was_target != now_target
+                if was is None:
+                    assert now_target == was_target
+                else:
+                    assert now == (new if was == old else was), (kind, was_target, now_target)
+            assert rewritten[now_id] == changed > 0

@@ -48,7 +48,16 @@ def test_linked_notes_to_depth_one_by_default(linked: Config) -> None:
     note = read_note(linked, "a")
     assert [n["id"] for n in note["linkedNotes"]] == ["b.md", "sub/c.md"]
     assert all(n["linkedNotes"] == [] for n in note["linkedNotes"])
-    assert set(note["linkedNotes"][0]) == {"id", "title", "frontmatter", "body", "links", "version", "linkedNotes"}
+    assert set(note["linkedNotes"][0]) == {
+        "id",
+        "title",
+        "frontmatter",
+        "body",
+        "links",
+        "linksTruncated",
+        "version",
+        "linkedNotes",
+    }
 
 
 def test_linked_notes_deeper_and_cycles_stop(linked: Config) -> None:

@@ -518,6 +518,9 @@ def commit_paths(repo: Repository, changes: Sequence[PathChange], message: str) 
             proc = apply_changes(index_env)
             if proc.returncode != 0:
                 raise GitError(_failure(["update-index"], proc))
+            if head is None and not entries:
+                # No commit yet and nothing added: the removal of a file git never held changes nothing.
+                return CommitOutcome(hash=None, warnings=warnings)
             tree = _out(_run(["write-tree"], repo.top, env=index_env))
             if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
                 return CommitOutcome(hash=None, warnings=warnings)
@@ -542,7 +545,9 @@ def commit_paths(repo: Repository, changes: Sequence[PathChange], message: str) 
         if index_lock.index.exists():
             shutil.copyfile(index_lock.index, copy)
         proc = apply_changes({"GIT_INDEX_FILE": copy})
-        if proc.returncode == 0:
+        if proc.returncode == 0 and not os.path.exists(copy):
+            pass  # no index yet and only removals of paths it never held: nothing to publish
+        elif proc.returncode == 0:
             index_lock.publish(Path(copy).read_bytes())
         else:
             paths = " ".join(c.rel for c in changes)

@@ -27,7 +27,16 @@ from ..atomicfile import TEMP_SUFFIX
 from ..digest import sha1_hex
 from ..errors import InternalError
 from ..report import Reporter
-from .links import LinkResolver, extract_links, link_key, normalise_target, resolution_keys
+from .links import (
+    PATH_MARK,
+    LinkResolver,
+    link_census,
+    link_key,
+    normalise_target,
+    resolution_keys,
+    resolve_stored,
+    stored_target,
+)
 from .paths import may_read, open_regular
 
 if TYPE_CHECKING:
@@ -36,7 +45,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8  # 8: Markdown and frontmatter links stored, each distinct target once
 ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
 #: A file or folder modified this shortly before a scan may change again within the file system's
 #: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
@@ -683,11 +692,12 @@ class VaultIndex:
         return [row[0] for row in self.conn.execute("SELECT id FROM notes WHERE problem IS NULL ORDER BY id")]
 
     def resolve(self, target: str) -> str | None:
-        key = normalise_target(target)
+        """What a link target resolves to: a [[link]]'s as written, or a stored one (`stored_target`)."""
+        key = target if target.startswith(PATH_MARK) else normalise_target(target)
         row = self.conn.execute("SELECT resolved FROM links WHERE target = ? LIMIT 1", (key,)).fetchone()
         if row is not None:
             return str(row[0]) if row[0] is not None else None
-        return self._resolver().resolve(key)
+        return resolve_stored(self._resolver(), key)
 
     def resolver(self) -> LinkResolver:
         """A LinkResolver whose lookups are queries on the index: cheap for a few links."""
@@ -916,7 +926,9 @@ class _Batch:
             value = fields.get("created")
             created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
             body_at = len(data) - len(body.encode("utf-8"))
-            targets = [t for t in (normalise_target(link.target) for link in extract_links(body)) if t]
+            # Each distinct target once: a note that names one note a million times costs one row.
+            distinct = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0).distinct
+            targets = list(dict.fromkeys(t for t in (stored_target(link, note_id) for link in distinct) if t))
         cut = note_id.rfind("/") + 1
         key = link_key(note_id)
         row = _NoteRow(
@@ -949,7 +961,7 @@ class _Batch:
         dirty = self._reresolve(keys)
         resolver = self.resolver()
         resolved = [
-            (src, seq, target, link_key(target), link_key(target.rsplit("/", 1)[-1]), resolver.resolve(target))
+            (src, seq, target, *_target_keys(target), resolve_stored(resolver, target))
             for src, seq, target in link_rows
         ]
         self.conn.executemany(
@@ -981,7 +993,7 @@ class _Batch:
         moved: set[str] = set()
         updates = []
         for target, old in rows:
-            new = resolver.resolve(target)
+            new = resolve_stored(resolver, target)
             if new != old:
                 updates.append((new, target))
                 moved |= {i for i in (old, new) if i}
@@ -1049,6 +1061,13 @@ class _Batch:
 #: Tables an optional feature keeps in the index database (semantic search's vectors, which it creates on
 #: first use): not part of the layout, so they never make the index look foreign; a rebuild drops them too.
 _FEATURE_TABLES = ("semantic_", "sqlite_autoindex_semantic_")
+
+
+def _target_keys(target: str) -> tuple[str, str]:
+    """A stored target's `tkey` and `nkey`: its link key, and its last segment's (a Markdown link's
+    without the mark, so that the note at its path, appearing or going, finds it)."""
+    path = target[len(PATH_MARK) :] if target.startswith(PATH_MARK) else target
+    return link_key(path), link_key(path.rsplit("/", 1)[-1])
 
 
 def _fingerprint(master: list[tuple[Any, ...]]) -> str:

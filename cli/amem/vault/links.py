@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import re
 import unicodedata
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
+from urllib.parse import unquote
 
 _FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _LINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
 _BACKTICKS = re.compile(r"`+")
+_INDENTED_CODE = ("    ", "\t")
 
 
 def link_key(text: str) -> str:
@@ -25,6 +30,9 @@ class Link(NamedTuple):
     heading: str | None = None
     block: str | None = None
     embed: bool = False
+    #: "wiki" ([[target]] in the body), "markdown" ([text](path.md), its target decoded and relative to the
+    #: note's folder) or "frontmatter" (a [[target]] in a frontmatter value)
+    kind: str = "wiki"
 
     def to_json(self, resolved: str | None) -> dict[str, object]:
         return {
@@ -33,6 +41,7 @@ class Link(NamedTuple):
             "heading": self.heading,
             "block": self.block,
             "embed": self.embed,
+            "kind": self.kind,
             "resolved": resolved,
         }
 
@@ -64,6 +73,7 @@ def _prose_with_breaks(body: str) -> Iterator[tuple[int, str] | None]:
     fence_char = ""
     fence_len = 0
     offset = 0
+    may_indent = True  # an indented code block starts after a blank line (or at the top), never in a paragraph
     for raw in body.split("\n"):
         start = offset
         offset += len(raw) + 1
@@ -75,6 +85,14 @@ def _prose_with_breaks(body: str) -> Iterator[tuple[int, str] | None]:
                 if run >= fence_len and not stripped[run:].strip():
                     fence_char = ""
             continue
+        if not line.strip():
+            may_indent = True
+            yield start, line
+            continue
+        if may_indent and line.startswith(_INDENTED_CODE):
+            yield None  # a line of an indented code block; the block runs on until a line that is not
+            continue
+        may_indent = False
         match = _FENCE_OPEN.match(line)
         if match and not (match.group(2)[0] == "`" and "`" in match.group(3)):
             fence_char, fence_len = match.group(2)[0], len(match.group(2))
@@ -145,41 +163,62 @@ class LinkSpan(NamedTuple):
     target_end: int
 
 
-def link_spans(body: str) -> list[LinkSpan]:
-    """Every [[link]] and ![[embed]] in the body with its position, in order, outside fenced code and
-    inline code."""
-    if "[[" not in body:
-        return []
-    if "`" not in body and "~~~" not in body:
-        # No code of either kind (a fence needs ``` or ~~~): every line is prose.
-        return _spans_in_prose(body)
-    return _spans_by_paragraph(body)
+def link_spans(body: str, extensions: tuple[str, ...] = (".md",)) -> list[LinkSpan]:
+    """Every [[link]], ![[embed]] and Markdown link to a note (see `markdown_spans`) in the body with its
+    position, in order, outside fenced code, indented code and inline code."""
+    return list(iter_link_spans(body, extensions))
 
 
-def _spans_in_prose(body: str) -> list[LinkSpan]:
-    """link_spans of a body that holds no code: links are found in the body itself, at their offsets."""
-    spans: list[LinkSpan] = []
-    for match in _LINK.finditer(body):
-        inner = match.group(2)
-        first, last = _target_bounds(inner)
-        spans.append(
-            LinkSpan(
-                parse_link(inner, bool(match.group(1))),
-                match.start(),
-                match.end(),
-                match.start(2) + first,
-                match.start(2) + last,
-            )
-        )
-    return spans
+def iter_link_spans(body: str, extensions: tuple[str, ...] = (".md",)) -> Iterator[LinkSpan]:
+    """link_spans one at a time, so that a reader that keeps only some of them holds no more."""
+    wiki = "[[" in body
+    markdown = "](" in body
+    if not (wiki or markdown):
+        return iter(())
+    if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
+        # No code of any kind (a fence needs ``` or ~~~): every line is prose.
+        return _spans_in_text(body, 0, wiki, markdown, extensions)
+    return _spans_by_paragraph(body, wiki, markdown, extensions)
 
 
-def _spans_by_paragraph(body: str) -> list[LinkSpan]:
-    """link_spans paragraph by paragraph, with fenced code left out and inline code blanked."""
-    spans: list[LinkSpan] = []
+def _may_hold_indented_code(body: str) -> bool:
+    return body.startswith(_INDENTED_CODE) or "\n    " in body or "\n\t" in body
+
+
+def _spans_in_text(
+    text: str, shift: int, wiki: bool, markdown: bool, extensions: tuple[str, ...]
+) -> Iterator[LinkSpan]:
+    """The links in `text` (prose, code blanked), their offsets moved by `shift`, in order."""
+    wikis = _wiki_spans(text, shift) if wiki else iter(())
+    if not markdown:
+        return wikis
+    found = (_shifted(span, shift) for span in iter_markdown_spans(text, extensions))
+    return heapq.merge(wikis, found, key=lambda span: span.start)
+
+
+def _wiki_spans(text: str, shift: int) -> Iterator[LinkSpan]:
+    # Each distinct link text is parsed once, and shared: a note may write the same link a million times.
+    parsed: dict[tuple[str, str], tuple[Link, int, int]] = {}
+    for match in _LINK.finditer(text):
+        embed, inner = match.group(1, 2)
+        known = parsed.get((embed, inner))
+        if known is None:
+            known = parsed[embed, inner] = (parse_link(inner, bool(embed)), *_target_bounds(inner))
+        link, first, last = known
+        at = match.start(2) + shift
+        yield LinkSpan(link, match.start() + shift, match.end() + shift, at + first, at + last)
+
+
+def _shifted(span: LinkSpan, shift: int) -> LinkSpan:
+    return LinkSpan(span.link, span.start + shift, span.end + shift, span.target_start + shift, span.target_end + shift)
+
+
+def _spans_by_paragraph(body: str, wiki: bool, markdown: bool, extensions: tuple[str, ...]) -> Iterator[LinkSpan]:
+    """link_spans paragraph by paragraph, with fenced and indented code left out and inline code blanked."""
     for paragraph in _paragraphs(body):
         text = "\n".join(line for _, line in paragraph)
-        if "[[" not in text:
+        has_wiki, has_markdown = wiki and "[[" in text, markdown and "](" in text
+        if not (has_wiki or has_markdown):
             continue
         if "`" in text:
             text = strip_code_spans(text)
@@ -189,26 +228,220 @@ def _spans_by_paragraph(body: str) -> list[LinkSpan]:
         for _, line in paragraph:
             in_text.append(at)
             at += len(line) + 1
-        for match in _LINK.finditer(text):
-            row = bisect_right(in_text, match.start()) - 1
-            shift = paragraph[row][0] - in_text[row]
-            inner = match.group(2)
-            first, last = _target_bounds(inner)
-            spans.append(
-                LinkSpan(
-                    parse_link(inner, bool(match.group(1))),
-                    match.start() + shift,
-                    match.end() + shift,
-                    match.start(2) + first + shift,
-                    match.start(2) + last + shift,
-                )
-            )
+        for span in _spans_in_text(text, 0, has_wiki, has_markdown, extensions):
+            row = bisect_right(in_text, span.start) - 1
+            yield _shifted(span, paragraph[row][0] - in_text[row])
+
+
+def frontmatter_spans(block: str) -> list[LinkSpan]:
+    """The [[links]] written in a frontmatter block's values (Obsidian properties hold them so), with
+    their offsets in the block; comment lines are left out."""
+    if "[[" not in block:
+        return []
+    spans: list[LinkSpan] = []
+    for span in _spans_in_text(block, 0, True, False, ()):
+        line_start = block.rfind("\n", 0, span.start) + 1
+        if block[line_start : span.start].lstrip().startswith("#"):
+            continue
+        spans.append(span._replace(link=span.link._replace(kind="frontmatter")))
     return spans
 
 
-def extract_links(body: str) -> list[Link]:
-    """Every [[link]] and ![[embed]] in the body, in order, outside fenced code and inline code."""
-    return [span.link for span in link_spans(body)]
+# --- Markdown links ---------------------------------------------------------------------------------
+
+#: [text](destination "title"): the destination bare (no spaces, balanced parentheses one deep) or in <>.
+_MD_LINK = re.compile(
+    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\([ \t]*"
+    r"(<[^<>\n]*>|(?:[^\s()<>]|\([^\s()]*\))+)"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def markdown_spans(text: str, extensions: tuple[str, ...]) -> list[LinkSpan]:
+    """The Markdown links in `text` that can name a note (see `iter_markdown_spans`)."""
+    return list(iter_markdown_spans(text, extensions))
+
+
+def iter_markdown_spans(text: str, extensions: tuple[str, ...]) -> Iterator[LinkSpan]:
+    """The Markdown links in `text` that can name a note: not a URL with a scheme, not only a #fragment,
+    and ending in a note extension (or, for a link that is not an image, in no extension at all). The
+    target is the path as written with %XX decoded; target_start/target_end bound that path as written
+    (inside the <> of the pointed form), the #fragment left out."""
+    parsed: dict[tuple[str, str, str], Link | None] = {}  # each distinct link parsed once
+    for match in _MD_LINK.finditer(text):
+        raw = match.group(3)
+        start = match.start(3)
+        if raw.startswith("<"):
+            raw, start = raw[1:-1], start + 1
+        key = (match.group(1), match.group(2), raw)
+        if key not in parsed:
+            parsed[key] = _markdown_link(raw, bool(match.group(1)), match.group(2), extensions)
+        link = parsed[key]
+        if link is not None:
+            path_length = len(raw.partition("#")[0])
+            yield LinkSpan(link, match.start(), match.end(), start, start + path_length)
+
+
+def _markdown_link(raw: str, embed: bool, text: str, extensions: tuple[str, ...]) -> Link | None:
+    path, hash_sep, fragment = raw.partition("#")
+    if not path or _SCHEME.match(path) or path.endswith("/"):
+        return None
+    decoded = unquote(path)
+    if not _names_a_note(decoded, embed, extensions):
+        return None
+    heading = block = None
+    if hash_sep and fragment.startswith("^"):
+        block = fragment[1:]
+    elif hash_sep:
+        heading = unquote(fragment)
+    return Link(decoded, text.strip() or None, heading, block, embed, "markdown")
+
+
+def _names_a_note(path: str, embed: bool, extensions: tuple[str, ...]) -> bool:
+    name = path.rsplit("/", 1)[-1].lower()
+    if any(name.endswith(ext.lower()) for ext in extensions):
+        return True
+    return not embed and "." not in name.lstrip(".")
+
+
+def markdown_path(note_id: str, target: str) -> str | None:
+    """The vault path a Markdown link's (decoded) target names from note `note_id`: relative to the note's
+    folder, or to the vault root with a leading `/`; None when it climbs out of the vault."""
+    target = target.replace("\\", "/")
+    if target.startswith("/"):
+        parts: list[str] = []
+        target = target.lstrip("/")
+    else:
+        parts = note_id.split("/")[:-1]
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts) or None
+
+
+#: How the index and `resolve_stored` write a Markdown link's target: its vault path after this mark,
+#: which no [[link]] target keeps (normalise_target drops a leading `/`).
+PATH_MARK = "/"
+
+
+def stored_target(link: Link, note_id: str) -> str | None:
+    """The target as the index stores it: a [[link]]'s normalised target, or for a Markdown link its
+    vault path after PATH_MARK (it resolves by that path only); None when it names nothing."""
+    if link.kind != "markdown":
+        return normalise_target(link.target) or None
+    path = markdown_path(note_id, link.target)
+    return PATH_MARK + path if path else None
+
+
+def resolve_stored(resolver: LinkResolver, target: str) -> str | None:
+    """What a stored target (see `stored_target`) resolves to."""
+    if target.startswith(PATH_MARK):
+        found = resolver.ranked_path(target[len(PATH_MARK) :])
+        return found[0] if found else None
+    return resolver.resolve(target)
+
+
+def extract_links(body: str, extensions: tuple[str, ...] = (".md",)) -> list[Link]:
+    """Every [[link]], ![[embed]] and Markdown link to a note in the body, in order, outside code."""
+    return [span.link for span in link_spans(body, extensions)]
+
+
+def note_links(frontmatter_text: str | None, body: str, extensions: tuple[str, ...]) -> list[Link]:
+    """A note's links: those in its frontmatter values first, then those of its body."""
+    return link_census(frontmatter_text, body, extensions, limit=None).listed
+
+
+class LinkCensus(NamedTuple):
+    #: the note's links in order, the first `limit` of them
+    listed: list[Link]
+    #: each distinct link once, in the order first written
+    distinct: list[Link]
+    #: how many links the note holds
+    total: int
+
+
+def link_census(frontmatter_text: str | None, body: str, extensions: tuple[str, ...], limit: int | None) -> LinkCensus:
+    """A note's links (frontmatter values first, then the body): the first `limit` in order, and each
+    distinct one once, counted without a record per link, so that a note of a million links costs about
+    its size."""
+    head = frontmatter_spans(frontmatter_text) if frontmatter_text else []
+    spans = itertools.chain(head, iter_link_spans(body, extensions))
+    listed = [span.link for span in (spans if limit is None else itertools.islice(spans, limit))]
+    first: dict[tuple[str, ...], tuple[int, Link]] = {}
+    for at, span in enumerate(head, start=-len(head)):
+        first.setdefault(("f", span.link.target, str(span.link)), (at, span.link))
+    total = len(head)
+    for offset, text, wiki, markdown in _prose_texts(body):
+        total += _count_links(text, offset, wiki, markdown, extensions, first)
+    distinct = dict.fromkeys(link for _, link in sorted(first.values(), key=lambda item: item[0]))
+    return LinkCensus(listed, list(distinct), total)
+
+
+def _prose_texts(body: str) -> Iterator[tuple[int, str, bool, bool]]:
+    """The body's prose as iter_link_spans reads it: (offset, text with code blanked, has [[, has ]( )."""
+    wiki, markdown = "[[" in body, "](" in body
+    if not (wiki or markdown):
+        return
+    if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
+        yield 0, body, wiki, markdown
+        return
+    for paragraph in _paragraphs(body):
+        text = "\n".join(line for _, line in paragraph)
+        has_wiki, has_markdown = wiki and "[[" in text, markdown and "](" in text
+        if has_wiki or has_markdown:
+            yield paragraph[0][0], strip_code_spans(text) if "`" in text else text, has_wiki, has_markdown
+
+
+#: How much text `_count_links` hands the regular expressions at once: their matches are held a chunk
+#: at a time, never a whole note's.
+_COUNT_CHUNK = 1 << 16
+
+
+def _count_links(
+    text: str,
+    offset: int,
+    wiki: bool,
+    markdown: bool,
+    extensions: tuple[str, ...],
+    first: dict[tuple[str, ...], tuple[int, Link]],
+) -> int:
+    """How many links `text` holds; each not met before goes into `first` with where it was met. The
+    matches are counted a chunk (whole lines: no link crosses one) at a time, in C."""
+    total = 0
+    for start, piece in _line_chunks(text):
+        if wiki and "[[" in piece:
+            for (embed, inner), count in Counter(_LINK.findall(piece)).items():
+                total += count
+                if ("w", embed, inner) not in first:
+                    at = offset + start + piece.find(f"{embed}[[{inner}]]")
+                    first["w", embed, inner] = (at, parse_link(inner, bool(embed)))
+        if markdown and "](" in piece:
+            for (embed, label, raw), count in Counter(_MD_LINK.findall(piece)).items():
+                key = ("m", embed, label, raw)
+                if key not in first:
+                    path = raw[1:-1] if raw.startswith("<") else raw
+                    link = _markdown_link(path, bool(embed), label, extensions)
+                    if link is None:
+                        continue
+                    first[key] = (offset + start + piece.find(f"[{label}]("), link)
+                total += count
+    return total
+
+
+def _line_chunks(text: str) -> Iterator[tuple[int, str]]:
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _COUNT_CHUNK)
+        end = len(text) if end < 0 else end + 1
+        yield start, text[start:end]
+        start = end
 
 
 # --- resolution ------------------------------------------------------------------------------------
@@ -322,3 +555,11 @@ class LinkResolver:
     def resolve(self, target: str) -> str | None:
         found = self.ranked(target)
         return found[0] if found else None
+
+    def ranked_path(self, path: str) -> list[str]:
+        """The notes at exactly vault path `path` (with or without an extension, case and Unicode form
+        ignored), best first: how a Markdown link resolves, by its path and nothing else."""
+        written = _with_extensions(path, self.extensions)
+        keys = [link_key(c) for c in written]
+        found = set(self.find_exact(keys))
+        return sorted(found, key=lambda i: (i not in written, keys.index(link_key(i)), i))

@@ -10,7 +10,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,9 +20,19 @@ from ..errors import Conflict, GitError, InvalidId, NotFound, UsageError
 from ..output import quote
 from ..report import Reporter
 from ..timefmt import iso, now
-from .links import LinkResolver, link_key, link_spans, normalise_target, resolution_keys
+from .links import (
+    Link,
+    LinkResolver,
+    frontmatter_spans,
+    link_key,
+    link_spans,
+    markdown_path,
+    normalise_target,
+    resolution_keys,
+)
 from .notes import parse_note, version_of
 from .paths import NoteRef, open_regular, read_regular, resolve_note
+from .relink import spell_markdown_path, stamp_updated
 from .write import (
     _make_parents,
     _remember,
@@ -31,7 +40,6 @@ from .write import (
     _write_failure,
     check_version,
     note_lock,
-    set_keys,
     update_note,
 )
 
@@ -154,6 +162,28 @@ def _namesakes(index: VaultIndex, old: str, new: str, extensions: tuple[str, ...
     return sorted(set(index.resolver().find_basename(keys)))
 
 
+def _path_targets(index: VaultIndex, ref: NoteRef, old: str, new: str) -> set[str]:
+    """The notes the moved note's Markdown links name, read from its old folder and from its new one:
+    the resolvers must know them, since those links are spelled again from the new folder."""
+    try:
+        text = Path(ref.path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    if "](" not in text:
+        return set()
+    extensions = index.config.extensions
+    resolver = index.resolver()
+    found: set[str] = set()
+    for span in link_spans(parse_note(text).body, extensions):
+        if span.link.kind != "markdown":
+            continue
+        for folder_of in (old, new):
+            path = markdown_path(folder_of, span.link.target)
+            if path:
+                found.update(resolver.ranked_path(path))
+    return found
+
+
 class _Move:
     """What a link means before and after moving `old` to `new`."""
 
@@ -204,16 +234,40 @@ class _Move:
                 return candidate.replace("/", separator)
         return "/".join(parts).replace("/", separator)  # the whole path: the exact tier, spelled exactly
 
-    def rewrite_body(self, body: str) -> tuple[str, int]:
-        """The body with every link that needs it retargeted, and how many were; every other byte stays."""
+    def retarget_path(self, written: str, link: Link, note_before: str, note_after: str, pointed: bool) -> str | None:
+        """The new text for a Markdown link's path written as `written` in a note that was `note_before`
+        and is `note_after` (they differ for the moved note: its relative links start from a new
+        folder), or None when it is to stay: it must still name the note it named, OLD meaning NEW."""
+        if note_before == note_after and self.names.isdisjoint(_names(link.target, self.after.extensions)):
+            return None  # it can name neither the old place nor the new one, from a folder that stays
+        was_path = markdown_path(note_before, link.target)
+        was = self.before.ranked_path(was_path)[:1] if was_path else []
+        if not was:
+            return None
+        meant = self.new if was[0] == self.old else was[0]
+        now_path = markdown_path(note_after, link.target)
+        if now_path and self.after.ranked_path(now_path)[:1] == [meant]:
+            return None
+        return spell_markdown_path(written, meant, note_after, self.after.extensions, pointed)
+
+    def rewrite_body(
+        self, body: str, note_before: str = "", note_after: str = "", frontmatter: bool = False
+    ) -> tuple[str, int]:
+        """The body (or with `frontmatter`, the frontmatter block) with every link that needs it
+        retargeted, and how many were; every other byte stays."""
         pieces: list[str] = []
         at = 0
         count = 0
-        for span in link_spans(body):
+        spans = frontmatter_spans(body) if frontmatter else link_spans(body, self.after.extensions)
+        for span in spans:
             written = body[span.target_start : span.target_end]
             if not span.link.target:
                 continue
-            replacement = self.retarget(written)
+            if span.link.kind == "markdown":
+                pointed = body[span.target_start - 1 : span.target_start] == "<"
+                replacement = self.retarget_path(written, span.link, note_before, note_after, pointed)
+            else:
+                replacement = self.retarget(written)
             if replacement is None:
                 continue
             pieces += [body[at : span.target_start], replacement]
@@ -225,24 +279,31 @@ class _Move:
         return "".join(pieces), count
 
 
-def rewrite_note_text(text: str, move: _Move, stamp: str, tz: Any) -> tuple[str, int]:
-    """A note's text with its links retargeted for `move` and `updated` stamped, as any write stamps it;
-    unchanged (and 0) when no link needs it. CRLF notes stay CRLF, a BOM stays."""
+def rewrite_note_text(
+    text: str, move: _Move, stamp: str, tz: Any, note_before: str = "", note_after: str = ""
+) -> tuple[str, int]:
+    """A note's text with its links (in the body and in frontmatter values) retargeted for `move` and
+    `updated` stamped; unchanged (and 0) when no link needs it. Only the link targets and the `updated`
+    line change: dates, comments, flow lists, a BOM and each line's ending stay as written (a note with
+    no frontmatter gets a block holding `updated`, in the line ending of its first line)."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
-    crlf = "\r\n" in text
-    plain = text[len(bom) :].replace("\r\n", "\n")
-    note = parse_note(plain)
-    head = plain[: len(plain) - len(note.body)]
-    body, count = move.rewrite_body(note.body)
+    raw = text[len(bom) :]
+    note = parse_note(raw)  # a block that does not parse leaves the whole text as the body
+    block, body = note.frontmatter_text, note.body
+    body, count = move.rewrite_body(body, note_before, note_after)
+    if block is not None:
+        block, in_block = move.rewrite_body(block, frontmatter=True)
+        count += in_block
     if not count:
         return text, 0
-    malformed = note.frontmatter_text is None and note.frontmatter == {} and bool(note.warnings)
-    if not malformed:
-        head = f"---\n{set_keys(note, {'updated': stamp}, tz)}---\n"
-    result = head + body
-    if crlf:
-        result = re.sub(r"(?<!\r)\n", "\r\n", result)
-    return bom + result, count
+    first_eol = "\r\n" if raw.split("\n", 1)[0].endswith("\r") else "\n"
+    if block is None:
+        malformed = bool(note.warnings)
+        head = "" if malformed else f"---{first_eol}updated: {stamp}{first_eol}---{first_eol}"
+        return bom + head + body, count
+    opening = raw[: raw.index("\n") + 1]
+    closing = raw[len(opening) + len(note.frontmatter_text or "") : len(raw) - len(note.body)]
+    return bom + opening + stamp_updated(block, stamp, first_eol) + closing + body, count
 
 
 # --- the move journal --------------------------------------------------------------------------------------
@@ -306,8 +367,14 @@ class _Journal:
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """Whether `b` is the moved `a`: the same file (a hard link), or for a symlinked note, a symlink that
+    leads to the same place."""
     try:
-        return os.path.samefile(a, b) if not os.path.islink(a) else os.lstat(a) == os.lstat(b)
+        if not os.path.islink(a):
+            return os.path.samefile(a, b)
+        if os.path.islink(b):
+            return os.lstat(a) == os.lstat(b) or os.path.realpath(a) == os.path.realpath(b)
+        return False
     except OSError:
         return False
 
@@ -318,6 +385,39 @@ def _ordered_locks(config: Config, refs: Iterable[NoteRef]) -> contextlib.ExitSt
     for key in sorted({_lock_key(ref) for ref in refs}):
         stack.enter_context(note_lock(config, key))
     return stack
+
+
+def _link_or_rename(old: NoteRef, new: NoteRef) -> None:
+    try:
+        # A hard link never replaces a file that appeared at `new` meanwhile, as rename would.
+        os.link(old.path, new.path, follow_symlinks=False)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError) or exc.errno not in (
+            errno.EPERM,
+            errno.EXDEV,
+            errno.ENOTSUP,
+            errno.EMLINK,
+            errno.ENOSYS,
+        ):
+            raise
+        os.rename(old.path, new.path)  # a file system without hard links; `new` was checked above
+
+
+def _relink(old: NoteRef, new: NoteRef) -> None:
+    """Make `new` a symlink that leads where the symlinked note `old` leads: a relative target is
+    written again from `new`'s folder, an absolute one is kept. Refused, with nothing left at `new`, when
+    the new link would not reach the same file."""
+    target = os.readlink(old.path)
+    if not os.path.isabs(target):
+        reached = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(old.path)), target))
+        target = os.path.relpath(reached, os.path.realpath(os.path.dirname(new.path)))
+    os.symlink(target, new.path)  # never replaces a file that appeared at `new` meanwhile
+    if os.path.realpath(new.path) != os.path.realpath(old.path):
+        os.unlink(new.path)
+        raise Conflict(
+            f"cannot move note {quote(old.id)} to {quote(new.id)}: it is a symlink that would no longer "
+            "lead to its target from there; move the file it leads to instead"
+        )
 
 
 def _rename(
@@ -335,16 +435,14 @@ def _rename(
         try:
             _make_parents(os.path.dirname(new.path), created)
             try:
-                # A hard link never replaces a file that appeared at `new` meanwhile, as rename would.
-                os.link(old.path, new.path, follow_symlinks=False)
+                if os.path.islink(old.path):
+                    _relink(old, new)
+                else:
+                    _link_or_rename(old, new)
             except FileExistsError:
                 raise Conflict(
                     f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there"
                 ) from None
-            except OSError as exc:
-                if exc.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
-                    raise
-                os.rename(old.path, new.path)  # a file system without hard links; `new` was checked above
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(old.path)
         except OSError as exc:
@@ -381,73 +479,24 @@ def move_note(
     reporter: Reporter | None = None,
     *,
     commit: bool = False,
+    after: bool = False,
 ) -> dict[str, Any]:
     """`amem move`: rename note OLD to NEW and rewrite every link in the vault that resolved to OLD so that it
     resolves to NEW (and any link NEW would take over so that it keeps its note), each rewrite through the
     locked write path. Returns {id: NEW, from: OLD, version, rewritten: [{id, links}], commit}.
 
     Interrupted at any point, the same call finishes the job: a journal in the cache says what was planned
-    and done; without one (or after a rename made by hand), finding OLD gone and NEW there, the vault's
-    links are rewritten as they would have resolved with OLD in NEW's place."""
-    from .index import VaultIndex
-
+    and done. With `after` (a rename made by hand, or a journal lost), OLD must be gone and NEW there, and
+    the vault's links are rewritten as they would have resolved with OLD in NEW's place; without it and
+    without a journal, a missing OLD is not found and nothing is touched, so a typo never rewrites links."""
     reporter = reporter or Reporter()
     old = resolve_note(config, old_raw)
     new = resolve_note(config, new_raw)
     check_version(base_version)
-    if old.id == new.id:
-        raise UsageError(f"cannot move note {quote(old.id)}: the new id is the same as the old one")
-    unlinkable = sorted(set(new.id) & set(LINK_SYNTAX))
-    if unlinkable:
-        raise InvalidId(
-            f"cannot move note {quote(old.id)} to {quote(new.id)}: a [[link]] cannot name a note "
-            f"whose id holds {' '.join(unlinkable)}"
-        )
+    _check_move_ids(old, new)
     journal = _Journal(config, old.id, new.id)
-    resumed = journal.load()
-
-    index = VaultIndex(config)
-    try:
-        index.refresh()
-        old_there, new_there = os.path.lexists(old.path), os.path.lexists(new.path)
-        if old_there and new_there and resumed and _same_file(old.path, new.path):
-            with _ordered_locks(config, (old, new)):
-                os.unlink(old.path)  # killed between linking NEW and unlinking OLD
-            old_there = False
-            index.refresh()
-        namesakes = _namesakes(index, old.id, new.id, config.extensions)
-        if old_there:
-            if new_there:
-                raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
-            before = LinkResolver(namesakes, config.extensions)
-            sources = _sources(index, before, old.id, new.id)
-            if old.id not in namesakes:
-                # The index holds no links to a note it does not hold (in a folder scans skip): any
-                # note may name it.
-                before.add(old.id)
-                sources = sorted(set(index.ids()) - {old.id, new.id})
-            after: LinkResolver = _Swapped(before, old.id, new.id)
-            _rename(config, old, new, base_version, journal, sources)
-        elif new_there:
-            # Finishing a move: the vault as it is now is the vault after it.
-            after = LinkResolver(namesakes, config.extensions)
-            if new.id not in namesakes:
-                after.add(new.id)
-            before = _Swapped(after, new.id, old.id)
-            if resumed and journal.plan is not None:
-                _check_version(old, "move", base_version, str(journal.plan.get("version")))
-            else:
-                # No journal (lost, or the file was renamed by hand): every note may hold such a link.
-                moved = version_of(_read_existing(new, "move"))
-                _check_version(new, "move", base_version, moved)
-                journal.start(moved, [i for i in index.ids() if i != new.id])
-        else:
-            raise NotFound(f"cannot move note {quote(old.id)}: no such note")
-    finally:
-        index.close()
-
+    move = _plan_move(config, old, new, journal, base_version, after)
     assert journal.plan is not None
-    move = _Move(before, after, old.id, new.id)
     written: dict[str, bytes] = {}
     from concurrent.futures import ThreadPoolExecutor  # here: only a move needs it
 
@@ -462,22 +511,7 @@ def move_note(
             f"note {quote(new.id)} is now in a folder that scans skip (excludeDirs or a hidden folder): "
             "search does not find it and amem no longer resolves links to it"
         )
-    sha: str | None = None
-    if commit or config.git_auto_commit:
-        from .git import commit_notes
-
-        vault = Path(config.vault_root)
-        paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
-        try:
-            outcome = commit_notes(config, list(dict.fromkeys(paths)), f"amem: move {old.id} to {new.id}")
-        except GitError as exc:
-            raise GitError(
-                f"moved note {quote(old.id)} to {quote(new.id)} but did not commit it: {exc.message}",
-                moved={"id": new.id, "from": old.id},
-            ) from None
-        for message in outcome.warnings:
-            reporter.warn(message)
-        sha = outcome.hash
+    sha = _commit_move(config, old, new, rewritten, written, reporter) if commit or config.git_auto_commit else None
     journal.finish()
     try:
         version = version_of(Path(new.path).read_bytes())
@@ -490,6 +524,127 @@ def move_note(
         "rewritten": [{"id": i, "links": n} for i, n in sorted(rewritten.items())],
         "commit": sha,
     }
+
+
+def _check_move_ids(old: NoteRef, new: NoteRef) -> None:
+    if old.id == new.id:
+        raise UsageError(f"cannot move note {quote(old.id)}: the new id is the same as the old one")
+    unlinkable = sorted(set(new.id) & set(LINK_SYNTAX))
+    if unlinkable:
+        raise InvalidId(
+            f"cannot move note {quote(old.id)} to {quote(new.id)}: a [[link]] cannot name a note "
+            f"whose id holds {' '.join(unlinkable)}"
+        )
+
+
+def _plan_move(
+    config: Config, old: NoteRef, new: NoteRef, journal: _Journal, base_version: str | None, after: bool
+) -> _Move:
+    """Rename the file (or find it renamed: by an interrupted run, or by hand with `after`), start or
+    resume the journal, and return what every link means before and after the move."""
+    from .index import VaultIndex
+
+    resumed = journal.load() and journal.plan is not None
+    index = VaultIndex(config)
+    try:
+        index.refresh()
+        old_there, new_there = os.path.lexists(old.path), os.path.lexists(new.path)
+        if old_there and new_there and resumed and _same_file(old.path, new.path):
+            with _ordered_locks(config, (old, new)):
+                os.unlink(old.path)  # killed between linking NEW and unlinking OLD
+            old_there = False
+            index.refresh()
+        namesakes = _namesakes(index, old.id, new.id, config.extensions)
+        namesakes = sorted({*namesakes, *_path_targets(index, old if old_there else new, old.id, new.id)})
+        if old_there:
+            if after:
+                raise Conflict(
+                    f"cannot record a move of note {quote(old.id)} to {quote(new.id)}: {quote(old.id)} still "
+                    "exists (--after records a rename already made; without it, move renames the note)"
+                )
+            return _start_rename(config, index, namesakes, old, new, journal, base_version, new_there)
+        if new_there and (after or resumed):
+            return _finish_rename(config, index, namesakes, old, new, journal, base_version, resumed)
+        if new_there:
+            raise NotFound(
+                f"cannot move note {quote(old.id)}: no such note (to record a rename made by hand, "
+                f"run amem move --after {quote(old.id)} {quote(new.id)})"
+            )
+        raise NotFound(f"cannot move note {quote(old.id)}: no such note")
+    finally:
+        index.close()
+
+
+def _start_rename(
+    config: Config,
+    index: VaultIndex,
+    namesakes: list[str],
+    old: NoteRef,
+    new: NoteRef,
+    journal: _Journal,
+    base_version: str | None,
+    new_there: bool,
+) -> _Move:
+    if new_there:
+        raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
+    before = LinkResolver(namesakes, config.extensions)
+    sources = _sources(index, before, old.id, new.id)
+    if old.id not in namesakes:
+        # The index holds no links to a note it does not hold (in a folder scans skip): any note may name it.
+        before.add(old.id)
+        sources = sorted(set(index.ids()) - {old.id, new.id})
+    afterwards = _Swapped(before, old.id, new.id)
+    _rename(config, old, new, base_version, journal, sources)
+    return _Move(before, afterwards, old.id, new.id)
+
+
+def _finish_rename(
+    config: Config,
+    index: VaultIndex,
+    namesakes: list[str],
+    old: NoteRef,
+    new: NoteRef,
+    journal: _Journal,
+    base_version: str | None,
+    resumed: bool,
+) -> _Move:
+    """The file is already at NEW: the vault as it is now is the vault after the move."""
+    afterwards = LinkResolver(namesakes, config.extensions)
+    if new.id not in namesakes:
+        afterwards.add(new.id)
+    before = _Swapped(afterwards, new.id, old.id)
+    if resumed and journal.plan is not None:
+        _check_version(old, "move", base_version, str(journal.plan.get("version")))
+    else:
+        # No journal (lost, or the file was renamed by hand): every note may hold such a link.
+        moved = version_of(_read_existing(new, "move"))
+        _check_version(new, "move", base_version, moved)
+        journal.start(moved, [i for i in index.ids() if i != new.id])
+    return _Move(before, afterwards, old.id, new.id)
+
+
+def _commit_move(
+    config: Config,
+    old: NoteRef,
+    new: NoteRef,
+    rewritten: dict[str, int],
+    written: dict[str, bytes],
+    reporter: Reporter,
+) -> str | None:
+    from .git import commit_notes
+
+    vault = Path(config.vault_root)
+    paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
+    try:
+        outcome = commit_notes(config, list(dict.fromkeys(paths)), f"amem: move {old.id} to {new.id}")
+    except GitError as exc:
+        raise GitError(
+            f"moved note {quote(old.id)} to {quote(new.id)} but did not commit it: {exc.message}",
+            moved={"id": new.id, "from": old.id},
+        ) from None
+    for message in outcome.warnings:
+        reporter.warn(message)
+    return outcome.hash
 
 
 def _indexed(config: Config, note_id: str) -> bool:
@@ -524,11 +679,13 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
         return int(step.get("links", 0))  # done by the run that was interrupted
     tz = config.tz
 
+    before_id = move.old if note_id == move.new else note_id
+
     def rewrite(data: bytes) -> tuple[str, int]:
-        if b"[[" not in data:
+        if b"[[" not in data and b"](" not in data:
             return "", 0
         try:
-            return rewrite_note_text(data.decode("utf-8"), move, iso(now(tz)), tz)
+            return rewrite_note_text(data.decode("utf-8"), move, iso(now(tz)), tz, before_id, note_id)
         except UnicodeDecodeError:
             return "", 0
 

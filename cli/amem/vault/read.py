@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -11,9 +12,13 @@ from ..output import quote
 from ..timefmt import from_epoch
 from .conflicts import has_conflict_copy
 from .index import VaultIndex
-from .links import extract_links
+from .links import Link, link_census, stored_target
 from .notes import note_title, parse_note, version_of
 from .paths import NoteRef, may_read, open_regular, resolve_note
+
+#: At most this many link records a note's `links` lists; past it `linksTruncated` is true and a warning
+#: says so (a note of a million links would otherwise print a record for each).
+MAX_LINK_RECORDS = 10_000
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -53,14 +58,24 @@ def _record(
     note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
         reporter.warn(message)
-    links = extract_links(note.body)
-    resolved = [resolve(link.target) if link.target else None for link in links]
+    census = link_census(note.frontmatter_text, note.body, config.extensions, MAX_LINK_RECORDS)
+    # Each distinct link is resolved once: a note may name one note a million times.
+    meaning: dict[Link, str | None] = {}
+    for link in census.distinct:
+        target = stored_target(link, ref.id)
+        meaning[link] = resolve(target) if target else None
+    if census.total > MAX_LINK_RECORDS:
+        reporter.warn(
+            f"note {quote(ref.id)} holds {census.total} links; `links` lists the first {MAX_LINK_RECORDS} "
+            "(linksTruncated), linkedNotes follows every one"
+        )
     record: dict[str, Any] = {
         "id": ref.id,
         "title": note_title(note.frontmatter, note.body, ref.id),
         "frontmatter": note.frontmatter,
         "body": note.body,
-        "links": [link.to_json(target) for link, target in zip(links, resolved, strict=True)],
+        "links": [link.to_json(meaning[link]) for link in census.listed],
+        "linksTruncated": census.total > MAX_LINK_RECORDS,
         "version": version_of(data),
         "linkedNotes": [],
     }
@@ -68,7 +83,7 @@ def _record(
         return record
     vault = config.vault_root
     real_root = os.path.realpath(vault)
-    for target in dict.fromkeys(t for t in resolved if t is not None):
+    for target in dict.fromkeys(t for t in meaning.values() if t is not None):
         if target in visited:
             continue  # a cycle, or a note already shown elsewhere in the tree
         visited.add(target)
@@ -109,6 +124,7 @@ def read_note(
         "frontmatter": record["frontmatter"],
         "body": record["body"],
         "links": record["links"],
+        "linksTruncated": record["linksTruncated"],
         "linkedNotes": record["linkedNotes"],
         "backlinks": backlinks,
         "version": record["version"],
@@ -130,11 +146,11 @@ def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, 
     if not stats.busy or index.complete():
         return index.resolve, False
     from .index import scan_vault
-    from .links import LinkResolver
+    from .links import LinkResolver, resolve_stored
 
     reporter.warn(
         "another amem process is building the vault's index: links were resolved from the vault's files, "
         "and backlinks lists only the notes indexed so far (incomplete)"
     )
     resolver = LinkResolver(scan_vault(index.config).files, index.config.extensions)
-    return resolver.resolve, True
+    return functools.partial(resolve_stored, resolver), True
