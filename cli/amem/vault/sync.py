@@ -14,6 +14,8 @@ carries that through.
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import os
 import shlex
 import subprocess
@@ -191,6 +193,7 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
     """Register the note merge driver in the repository config and for the vault's notes in `.gitattributes`;
     True when `.gitattributes` had to be written."""
     command = driver_command()
+    _force_note_driver(config, place)
     if place.settings.get(f"merge.{DRIVER_NAME}.driver") != command:
         _run(["config", f"merge.{DRIVER_NAME}.name", "amem: append-aware merge of notes"], place.repo.top)
         _run(["config", f"merge.{DRIVER_NAME}.driver", command], place.repo.top)
@@ -214,11 +217,126 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
     return False
 
 
+def _info_attributes(repo: Repository) -> Path:
+    """`info/attributes` of the repository (the common git folder's, for a linked work tree)."""
+    common = repo.git_dir
+    try:
+        text = (repo.git_dir / "commondir").read_text(encoding="utf-8").strip()
+        common = (repo.git_dir / text).resolve()
+    except OSError:
+        pass
+    return common / "info" / "attributes"
+
+
+def _attribute_pattern(folder: str, ext: str) -> str:
+    """A gitattributes pattern for every note under the vault's folder (relative to the repository's top)."""
+    if not folder:
+        return f"*{ext}"
+    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in folder)
+    pattern = f"{escaped}/**/*{ext}"
+    if any(c in pattern for c in ' \t"'):
+        pattern = '"' + pattern.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t") + '"'
+    return pattern
+
+
+def _force_note_driver(config: Config, place: _Place) -> None:
+    """Route the vault's notes to amem's driver in `info/attributes`, which outranks every `.gitattributes`
+    in the tree: a `.gitattributes` from elsewhere (`*.md merge=union`) cannot turn conflicts off, for sync
+    or for a plain `git merge`."""
+    path = _info_attributes(place.repo)
+    try:
+        existing = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = ""
+    except (OSError, UnicodeDecodeError):
+        return  # sync's own merge still switches the driver in; only a plain git merge would miss it
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [
+        line
+        for line in (f"{_attribute_pattern(place.folder, ext)} merge={DRIVER_NAME}" for ext in config.extensions)
+        if line not in present
+    ]
+    if missing:
+        prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(prefix + "".join(f"{line}\n" for line in missing), encoding="utf-8")
+
+
+def _merge_routes(text: str, extensions: tuple[str, ...]) -> list[str]:
+    """The lines of a `.gitattributes` that send notes to a merge other than amem's."""
+    suffixes = tuple(e.lower() for e in extensions)
+    found = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        pattern, *attrs = line.split()
+        last = pattern.rsplit("/", 1)[-1].lower()
+        if not (last.endswith(suffixes) or any(fnmatch.fnmatchcase(f"note{s}", last) for s in suffixes)):
+            continue
+        for attr in attrs:
+            if attr in ("binary", "merge", "-merge", "!merge") or (
+                attr.startswith("merge=") and attr != f"merge={DRIVER_NAME}"
+            ):
+                found.append(f"{pattern} {attr}")
+    return found
+
+
+def _report_attributes(
+    place: _Place, start: str | None, end: str, extensions: tuple[str, ...], reporter: Reporter
+) -> None:
+    """Warn when the pulled changes bring a `.gitattributes` that would route notes to another merge."""
+    repo = place.repo
+    spec = [":(glob)**/.gitattributes"]
+    if start is None:
+        raw = _run(["ls-tree", "-r", "-z", "--name-only", end, "--", *spec], repo.top, literal_pathspecs=False).stdout
+    else:
+        args = ["diff", "--name-only", "--no-renames", "--diff-filter=AMT", "-z", start, end, "--", *spec]
+        raw = _run(args, repo.top, literal_pathspecs=False).stdout
+    for name in (os.fsdecode(n) for n in raw.split(b"\0") if n):
+        proc = _run(["cat-file", "blob", f"{end}:{name}"], repo.top, check=False)
+        routes = _merge_routes(proc.stdout.decode("utf-8", "replace"), extensions)
+        if routes:
+            reporter.warn(
+                f"the pulled {name} routes notes to another merge ({'; '.join(routes)}); amem merges notes by its "
+                "own rules whatever .gitattributes says (set in .git/info/attributes), so conflicts are still "
+                "kept and reported"
+            )
+
+
 # --- committing the vault's pending changes ---------------------------------------------------------
 
 
-def _commit_pending(place: _Place, reporter: Reporter, pending: bool) -> str | None:
-    """Commit every change under the vault's folder (as `git add -A` there would), and nothing else.
+#: amem's own files, never committed: its temporaries and the index keeper's folder (pathspec magic).
+_OWN_FILES = (":(exclude,glob)**/*.amem-tmp", ":(exclude,glob)**/.amem-sync/**")
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def _stage(place: _Place, index_env: dict[str, str], forced: list[str] | None) -> None:
+    """Stage into the scratch index: every change under the vault's folder but amem's own files, and
+    removals of own files an older amem committed; or, with `forced`, exactly those paths, ignored or not."""
+    repo = place.repo
+    if forced is not None:
+        listing = b"".join(os.fsencode(p) + b"\0" for p in forced)
+        args = ["add", "--force", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        _run(args, repo.top, env=index_env, input=listing, check=False)
+        return
+    spec = f":(literal){place.pathspec}"
+    _run(["add", "-A", "--", spec, *_OWN_FILES], repo.top, env=index_env, literal_pathspecs=False)
+    base = f"{_glob_escape(place.folder)}/" if place.folder else ""
+    own = [f":(glob){base}**/*.amem-tmp", f":(glob){base}**/.amem-sync/**"]
+    listed = _run(["ls-files", "-z", "--", *own], repo.top, env=index_env, literal_pathspecs=False).stdout
+    if listed:
+        _run(["update-index", "--force-remove", "-z", "--stdin"], repo.top, env=index_env, input=listed)
+
+
+def _commit_pending(place: _Place, reporter: Reporter, pending: bool, *, forced: list[str] | None = None) -> str | None:
+    """Commit every change under the vault's folder (as `git add -A` there would, amem's own files left
+    out), and nothing else; with `forced`, exactly those paths. Returns the commit, None when nothing changed.
 
     The commit is built in a temporary index seeded from HEAD; afterwards the user's index takes the
     committed entries for the vault's paths only, so whatever else is staged stays staged and uncommitted."""
@@ -228,18 +346,18 @@ def _commit_pending(place: _Place, reporter: Reporter, pending: bool) -> str | N
     ident_env, warnings = _identity(repo)
     for message in warnings:
         reporter.warn(message)
-    import tempfile
+    from .gitlocal import scratch_folder
 
-    with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
+    with _IndexLock(repo) as index_lock, scratch_folder(repo.git_dir) as scratch:
         head = head_commit(repo)
         index_env = {"GIT_INDEX_FILE": os.path.join(scratch, "commit")}
         if head is not None:
             _run(["read-tree", head], repo.top, env=index_env)
-        _run(["add", "-A", "--", spec], repo.top, env=index_env)
+        _stage(place, index_env, forced)
         tree = _out(_run(["write-tree"], repo.top, env=index_env))
         if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
             return None
-        message = "amem: sync"
+        message = "amem: sync" if forced is None else "amem: sync (local files the pull would replace)"
         commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
         if head is not None:
             commit_args += ["-p", head]
@@ -371,9 +489,8 @@ def _resolve(
     """The merged tree with every conflicted path settled: notes merged by content where they can be;
     otherwise our version at the path and theirs beside it in a conflict copy. When one side deleted
     the file and the other changed it, the changed version stays: nothing is lost."""
-    import tempfile
-
     from .conflicts import conflict_copy_name
+    from .gitlocal import scratch_folder
     from .merge import merge_texts
 
     suffixes = tuple(e.lower() for e in extensions)
@@ -402,7 +519,7 @@ def _resolve(
             entries.append((other[0], other[1], path))
         else:
             entries.append(("0", _NO_ENTRY, path))
-    with tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
+    with scratch_folder(repo.git_dir) as scratch:
         for (mode, path), oid in zip(merged_paths, _write_blobs(repo, merged_texts, scratch), strict=True):
             entries.append((mode, oid, path))
         kept: list[str] = []
@@ -485,6 +602,88 @@ def _ids(place: _Place, paths: list[str], extensions: tuple[str, ...]) -> list[s
     return ids
 
 
+def _target(
+    place: _Place,
+    head: str | None,
+    theirs: str | None,
+    extensions: tuple[str, ...],
+    outcome: SyncOutcome,
+    conflicted: list[str],
+) -> str | None:
+    """The commit the vault moves to: ours, theirs (a fast-forward) or a merge of both."""
+    repo = place.repo
+    if theirs is None or theirs == head:
+        return head
+    if head is None:
+        return theirs
+    if _is_ancestor(repo, theirs, head):
+        return head
+    if _is_ancestor(repo, head, theirs):
+        return theirs
+    merged = _merge(place, head, theirs, extensions)
+    outcome.commit = merged.commit
+    conflicted += [p for p in merged.conflicted if p not in conflicted]
+    return merged.commit
+
+
+#: How often to commit local files found in the pull's way and merge again before giving up.
+GUARD_ATTEMPTS = 5
+
+
+def _integrate(
+    config: Config,
+    place: _Place,
+    reporter: Reporter,
+    head: str | None,
+    theirs: str | None,
+    outcome: SyncOutcome,
+    conflicted: list[str],
+) -> tuple[str | None, str | None]:
+    """Bring the remote's commit in: (the commit the vault is now at, the last commit made here of local
+    files that stood in the pull's way, or None). See `sync_guard` for what stands in the way and why."""
+    from .gitlocal import scratch_folder
+    from .sync_guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
+
+    repo, local = place.repo, None
+    new = _target(place, head, theirs, config.extensions, outcome, conflicted)
+    locks = NoteLocks(config)
+    try:
+        for _ in range(GUARD_ATTEMPTS):
+            if new is None or new == head:
+                return new, local
+            move = planned_move(repo, head, new)
+            notes = note_paths(repo, place.folder, config.extensions, move)
+            raise_fd_limit(len(notes))
+            locks.take(notes)
+            with scratch_folder(repo.git_dir) as scratch:
+                way = in_the_way(repo, place.folder, config.extensions, head, move, scratch)
+            if way.refuse:
+                raise GitError(_refusal(place, way.refuse))
+            if not way.commit:
+                if head is None:
+                    _advance_from_nothing(place, new)
+                else:
+                    _advance(place, head, new)
+                return new, local
+            made = _commit_pending(place, reporter, True, forced=way.commit)
+            if made is not None:
+                head = local = outcome.commit = made
+                new = _target(place, head, theirs, config.extensions, outcome, conflicted)
+    finally:
+        locks.close()
+    raise GitError("the vault's files kept changing while sync brought in the remote's changes; sync again")
+
+
+def _refusal(place: _Place, paths: list[str]) -> str:
+    shown = ", ".join(place.note_id(p) or p for p in sorted(paths)[:10])
+    more = f" and {len(paths) - 10} more" if len(paths) > 10 else ""
+    return (
+        f"cannot bring in the remote's changes: uncommitted local files would be overwritten or deleted by them "
+        f"({shown}{more}), and sync does not commit them (git ignores them, or they lie outside the vault); "
+        "nothing was changed. Commit them or move them aside, then sync again"
+    )
+
+
 def sync_vault(
     config: Config, *, remote: str | None = None, push: bool = True, whole_repo: bool = False, reporter: Reporter
 ) -> SyncOutcome:
@@ -492,35 +691,23 @@ def sync_vault(
     place = _locate(config, remote, whole_repo)
     repo = place.repo
     outcome = SyncOutcome(remote=place.remote)
+    from .gitlocal import clear_leftovers
+
+    clear_leftovers(repo.git_dir)
     wrote_attributes = _set_up_merging(config, place)
     made = _commit_pending(place, reporter, place.pending or wrote_attributes)
     if made is not None:
         outcome.commit = made
     start = made or place.head
-    pulled: list[str] = []
     conflicted: list[str] = []
     head = start
     for attempt in range(PUSH_ATTEMPTS):
         if attempt:
             head = head_commit(repo)
         theirs = _fetch(place)
-        new = head
-        if theirs is not None and theirs != head:
-            if head is None:
-                new = theirs
-            elif _is_ancestor(repo, theirs, head):
-                new = head
-            elif _is_ancestor(repo, head, theirs):
-                new = theirs
-            else:
-                merged = _merge(place, head, theirs, config.extensions)
-                new, outcome.commit = merged.commit, merged.commit
-                conflicted += [p for p in merged.conflicted if p not in conflicted]
-            if new != head:
-                if head is None:
-                    _advance_from_nothing(place, new)
-                else:
-                    _advance(place, head, new)
+        new, local = _integrate(config, place, reporter, head, theirs, outcome, conflicted)
+        if local is not None:
+            start = local  # committed here before the pull: ours, not pulled
         if new is None or not push or new == theirs:
             break
         if _push(place, new):
@@ -528,11 +715,14 @@ def sync_vault(
             break
     else:
         raise GitError(f"the remote {place.remote} kept moving; {PUSH_ATTEMPTS} pushes were rejected, sync again")
+    pulled: list[str] = []
     end = new
     if end is not None and end != start:
         # What differs from what we had before integrating: the remote's changes, never our own.
         pulled = _changed(repo, start, end, place.pathspec)
     outcome.pulled = _ids(place, pulled, config.extensions)
+    if end is not None and end != start:
+        _report_attributes(place, start, end, config.extensions, reporter)
     # Every conflicted file of the vault is reported, a note or not; one outside it (a project file,
     # under --whole-repo) is said as a warning, with its repository path.
     conflicts: list[str] = []
