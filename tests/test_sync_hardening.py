@@ -251,7 +251,7 @@ def sync_in(vault: Path, tmpdir: Path) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*AMEM, "sync"], env=env, cwd=vault, capture_output=True, timeout=60)
 
 
-@pytest.mark.parametrize("step", ["write-tree", "hash-object", "update-index"])
+@pytest.mark.parametrize("step", ["write-tree", "hash-object", "update-index", "reset"])
 def test_a_sync_killed_holding_the_index_lock_is_cleared_by_the_next(remote: Path, tmp_path: Path, step: str) -> None:
     a, b = two_clones(remote, tmp_path)
     tmpdir = tmp_path / "tmp"

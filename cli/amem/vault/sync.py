@@ -14,8 +14,6 @@ carries that through.
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
 import os
 import shlex
 import subprocess
@@ -38,13 +36,13 @@ from .git import (
     find_repository,
     head_commit,
 )
+from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes
 
 if TYPE_CHECKING:
     from ..config import Config
 
 #: How often to integrate again when the remote moved between our fetch and our push.
 PUSH_ATTEMPTS = 5
-DRIVER_NAME = "amem"
 ATTRIBUTES_FILE = ".gitattributes"
 
 
@@ -193,7 +191,7 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
     """Register the note merge driver in the repository config and for the vault's notes in `.gitattributes`;
     True when `.gitattributes` had to be written."""
     command = driver_command()
-    _force_note_driver(config, place)
+    force_note_driver(place.repo, place.folder, config.extensions)
     if place.settings.get(f"merge.{DRIVER_NAME}.driver") != command:
         _run(["config", f"merge.{DRIVER_NAME}.name", "amem: append-aware merge of notes"], place.repo.top)
         _run(["config", f"merge.{DRIVER_NAME}.driver", command], place.repo.top)
@@ -215,94 +213,6 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
             raise GitError(f"cannot write the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
         return True
     return False
-
-
-def _info_attributes(repo: Repository) -> Path:
-    """`info/attributes` of the repository (the common git folder's, for a linked work tree)."""
-    common = repo.git_dir
-    try:
-        text = (repo.git_dir / "commondir").read_text(encoding="utf-8").strip()
-        common = (repo.git_dir / text).resolve()
-    except OSError:
-        pass
-    return common / "info" / "attributes"
-
-
-def _attribute_pattern(folder: str, ext: str) -> str:
-    """A gitattributes pattern for every note under the vault's folder (relative to the repository's top)."""
-    if not folder:
-        return f"*{ext}"
-    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in folder)
-    pattern = f"{escaped}/**/*{ext}"
-    if any(c in pattern for c in ' \t"'):
-        pattern = '"' + pattern.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t") + '"'
-    return pattern
-
-
-def _force_note_driver(config: Config, place: _Place) -> None:
-    """Route the vault's notes to amem's driver in `info/attributes`, which outranks every `.gitattributes`
-    in the tree: a `.gitattributes` from elsewhere (`*.md merge=union`) cannot turn conflicts off, for sync
-    or for a plain `git merge`."""
-    path = _info_attributes(place.repo)
-    try:
-        existing = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        existing = ""
-    except (OSError, UnicodeDecodeError):
-        return  # sync's own merge still switches the driver in; only a plain git merge would miss it
-    present = {line.strip() for line in existing.splitlines()}
-    missing = [
-        line
-        for line in (f"{_attribute_pattern(place.folder, ext)} merge={DRIVER_NAME}" for ext in config.extensions)
-        if line not in present
-    ]
-    if missing:
-        prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
-        with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(prefix + "".join(f"{line}\n" for line in missing), encoding="utf-8")
-
-
-def _merge_routes(text: str, extensions: tuple[str, ...]) -> list[str]:
-    """The lines of a `.gitattributes` that send notes to a merge other than amem's."""
-    suffixes = tuple(e.lower() for e in extensions)
-    found = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        pattern, *attrs = line.split()
-        last = pattern.rsplit("/", 1)[-1].lower()
-        if not (last.endswith(suffixes) or any(fnmatch.fnmatchcase(f"note{s}", last) for s in suffixes)):
-            continue
-        for attr in attrs:
-            if attr in ("binary", "merge", "-merge", "!merge") or (
-                attr.startswith("merge=") and attr != f"merge={DRIVER_NAME}"
-            ):
-                found.append(f"{pattern} {attr}")
-    return found
-
-
-def _report_attributes(
-    place: _Place, start: str | None, end: str, extensions: tuple[str, ...], reporter: Reporter
-) -> None:
-    """Warn when the pulled changes bring a `.gitattributes` that would route notes to another merge."""
-    repo = place.repo
-    spec = [":(glob)**/.gitattributes"]
-    if start is None:
-        raw = _run(["ls-tree", "-r", "-z", "--name-only", end, "--", *spec], repo.top, literal_pathspecs=False).stdout
-    else:
-        args = ["diff", "--name-only", "--no-renames", "--diff-filter=AMT", "-z", start, end, "--", *spec]
-        raw = _run(args, repo.top, literal_pathspecs=False).stdout
-    for name in (os.fsdecode(n) for n in raw.split(b"\0") if n):
-        proc = _run(["cat-file", "blob", f"{end}:{name}"], repo.top, check=False)
-        routes = _merge_routes(proc.stdout.decode("utf-8", "replace"), extensions)
-        if routes:
-            reporter.warn(
-                f"the pulled {name} routes notes to another merge ({'; '.join(routes)}); amem merges notes by its "
-                "own rules whatever .gitattributes says (set in .git/info/attributes), so conflicts are still "
-                "kept and reported"
-            )
 
 
 # --- committing the vault's pending changes ---------------------------------------------------------
@@ -355,30 +265,44 @@ def _commit_pending(place: _Place, reporter: Reporter, pending: bool, *, forced:
             _run(["read-tree", head], repo.top, env=index_env)
         _stage(place, index_env, forced)
         tree = _out(_run(["write-tree"], repo.top, env=index_env))
-        if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
-            return None
-        message = "amem: sync" if forced is None else "amem: sync (local files the pull would replace)"
-        commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
-        if head is not None:
-            commit_args += ["-p", head]
-        commit = _out(_run(commit_args, repo.top, env=ident_env))
-        proc = _run_waiting_for_locks(["update-ref", "-m", f"commit: {message}", "HEAD", commit, head or ""], repo.top)
-        if proc.returncode != 0:
-            raise GitError(f"could not commit the vault's changes: {_failure(['update-ref'], proc)}; try again")
-        copy = os.path.join(scratch, "user-index")
-        if index_lock.index.exists():
-            import shutil
+        unchanged = head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top))
+        commit = head if unchanged else _make_commit(repo, tree, head, forced is not None, ident_env)
+        # The user's index follows the commit for the vault's paths, also when nothing was new: a sync
+        # killed between moving HEAD and publishing the index left it behind HEAD, in the pull's way.
+        if commit is not None:
+            _index_follows(index_lock, repo, commit, spec, scratch, reporter)
+    return None if unchanged else commit
 
-            shutil.copyfile(index_lock.index, copy)
-        proc = _run(["reset", "-q", commit, "--", spec], repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
-        if proc.returncode == 0:
-            index_lock.publish(Path(copy).read_bytes())
-        else:
-            reporter.warn(
-                f"committed {commit[:12]}, but could not update the git index for the vault's files "
-                f"({_failure(['reset'], proc)}); `git reset -q` brings it in line"
-            )
+
+def _make_commit(repo: Repository, tree: str, head: str | None, forced: bool, ident_env: dict[str, str]) -> str:
+    message = "amem: sync" if not forced else "amem: sync (local files the pull would replace)"
+    commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
+    if head is not None:
+        commit_args += ["-p", head]
+    commit = _out(_run(commit_args, repo.top, env=ident_env))
+    proc = _run_waiting_for_locks(["update-ref", "-m", f"commit: {message}", "HEAD", commit, head or ""], repo.top)
+    if proc.returncode != 0:
+        raise GitError(f"could not commit the vault's changes: {_failure(['update-ref'], proc)}; try again")
     return commit
+
+
+def _index_follows(
+    index_lock: _IndexLock, repo: Repository, commit: str, spec: str, scratch: str, reporter: Reporter
+) -> None:
+    """The user's index takes `commit`'s entries for the vault's paths; everything else in it stays."""
+    copy = os.path.join(scratch, "user-index")
+    if index_lock.index.exists():
+        import shutil
+
+        shutil.copyfile(index_lock.index, copy)
+    proc = _run(["reset", "-q", commit, "--", spec], repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
+    if proc.returncode == 0:
+        index_lock.publish(Path(copy).read_bytes())
+    else:
+        reporter.warn(
+            f"committed {commit[:12]}, but could not update the git index for the vault's files "
+            f"({_failure(['reset'], proc)}); `git reset -q` brings it in line"
+        )
 
 
 # --- fetching, integrating, pushing -----------------------------------------------------------------
@@ -722,7 +646,15 @@ def sync_vault(
         pulled = _changed(repo, start, end, place.pathspec)
     outcome.pulled = _ids(place, pulled, config.extensions)
     if end is not None and end != start:
-        _report_attributes(place, start, end, config.extensions, reporter)
+        report_attributes(place.repo, start, end, config.extensions, reporter)
+    outcome.conflicts = _conflicts(config, place, conflicted, outcome.pulled, reporter)
+    return outcome
+
+
+def _conflicts(
+    config: Config, place: _Place, conflicted: list[str], pulled: list[str], reporter: Reporter
+) -> list[str]:
+    """The vault's conflicts: the files this merge kept both ways, and the conflict copies that arrived."""
     # Every conflicted file of the vault is reported, a note or not; one outside it (a project file,
     # under --whole-repo) is said as a warning, with its repository path.
     conflicts: list[str] = []
@@ -732,9 +664,9 @@ def sync_vault(
             conflicts.append(inside)
         else:
             reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
-    if outcome.pulled:
+    if pulled:
         from .conflicts import original_of_copy
-    for note in outcome.pulled:
+    for note in pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)
         # A conflict copy that arrived (not one whose removal arrived) is a conflict here too.
@@ -742,8 +674,7 @@ def sync_vault(
             origin = f"{folder}/{original}" if folder else original
             if origin not in conflicts:
                 conflicts.append(origin)
-    outcome.conflicts = conflicts
-    return outcome
+    return conflicts
 
 
 def _advance_from_nothing(place: _Place, new: str) -> None:
