@@ -123,7 +123,9 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "sync": (
         ["sync"],
         GIT | {"fcntl", "shlex"},
-        frozenset({"amem.vault", "amem.vault.paths", "amem.vault.git", "amem.vault.sync"}),
+        frozenset(
+            {"amem.vault", "amem.vault.paths", "amem.vault.git", "amem.vault.sync", "amem.vault.sync_attributes"}
+        ),
         "amem.vault.sync",
     ),
     "index": (["index"], NOTES, NOTES_AMEM, "amem.vault.index"),

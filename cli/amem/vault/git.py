@@ -73,9 +73,11 @@ def _run(
     input: bytes | None = None,
     env: Mapping[str, str] | None = None,
     check: bool = True,
+    literal_pathspecs: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    # --literal-pathspecs: a note called `*.md` or `:(glob)x.md` is a file name, never a pattern.
-    argv = ["git", "--literal-pathspecs", *args]
+    # --literal-pathspecs: a note called `*.md` or `:(glob)x.md` is a file name, never a pattern. A caller
+    # that needs pathspec magic (an exclusion) turns it off and spells each of its paths `:(literal)...`.
+    argv = ["git", "--literal-pathspecs", *args] if literal_pathspecs else ["git", *args]
     try:
         proc = subprocess.run(
             argv,
@@ -404,20 +406,27 @@ class _IndexLock:
     """
 
     def __init__(self, repo: Repository) -> None:
+        self.repo = repo
         self.index = repo.git_dir / "index"
         self.lock = repo.git_dir / "index.lock"
         self.fd: int | None = None
 
     def __enter__(self) -> _IndexLock:
+        # The lock holds amem's pid from the moment it exists, so that one left by a killed amem is
+        # provably stale and removed by the next amem, while git's own locks are never touched.
+        from .gitlocal import clear_stale_index_lock, create_index_lock, lock_held_message
+
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         delay = 0.02
         while True:
             try:
-                self.fd = os.open(self.lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                self.fd = create_index_lock(self.repo.git_dir)
                 return self
             except FileExistsError:
+                if clear_stale_index_lock(self.repo.git_dir) and time.monotonic() < deadline:
+                    continue
                 if time.monotonic() >= deadline:
-                    raise GitError(_busy_message()) from None
+                    raise GitError(lock_held_message(self.repo.top, self.repo.git_dir, LOCK_WAIT_SECONDS)) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)
             except OSError as exc:
@@ -428,6 +437,8 @@ class _IndexLock:
         assert self.fd is not None
         fd, self.fd = self.fd, None
         try:
+            os.ftruncate(fd, 0)  # the marker goes; the index takes its place
+            os.lseek(fd, 0, os.SEEK_SET)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()

@@ -36,13 +36,13 @@ from .git import (
     find_repository,
     head_commit,
 )
+from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes
 
 if TYPE_CHECKING:
     from ..config import Config
 
 #: How often to integrate again when the remote moved between our fetch and our push.
 PUSH_ATTEMPTS = 5
-DRIVER_NAME = "amem"
 ATTRIBUTES_FILE = ".gitattributes"
 
 
@@ -191,6 +191,7 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
     """Register the note merge driver in the repository config and for the vault's notes in `.gitattributes`;
     True when `.gitattributes` had to be written."""
     command = driver_command()
+    force_note_driver(place.repo, place.folder, config.extensions)
     if place.settings.get(f"merge.{DRIVER_NAME}.driver") != command:
         _run(["config", f"merge.{DRIVER_NAME}.name", "amem: append-aware merge of notes"], place.repo.top)
         _run(["config", f"merge.{DRIVER_NAME}.driver", command], place.repo.top)
@@ -217,8 +218,35 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
 # --- committing the vault's pending changes ---------------------------------------------------------
 
 
-def _commit_pending(place: _Place, reporter: Reporter, pending: bool) -> str | None:
-    """Commit every change under the vault's folder (as `git add -A` there would), and nothing else.
+#: amem's own files, never committed: its temporaries and the index keeper's folder (pathspec magic).
+_OWN_FILES = (":(exclude,glob)**/*.amem-tmp", ":(exclude,glob)**/.amem-sync/**")
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def _stage(place: _Place, index_env: dict[str, str], forced: list[str] | None) -> None:
+    """Stage into the scratch index: every change under the vault's folder but amem's own files, and
+    removals of own files an older amem committed; or, with `forced`, exactly those paths, ignored or not."""
+    repo = place.repo
+    if forced is not None:
+        listing = b"".join(os.fsencode(p) + b"\0" for p in forced)
+        args = ["add", "--force", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"]
+        _run(args, repo.top, env=index_env, input=listing, check=False)
+        return
+    spec = f":(literal){place.pathspec}"
+    _run(["add", "-A", "--", spec, *_OWN_FILES], repo.top, env=index_env, literal_pathspecs=False)
+    base = f"{_glob_escape(place.folder)}/" if place.folder else ""
+    own = [f":(glob){base}**/*.amem-tmp", f":(glob){base}**/.amem-sync/**"]
+    listed = _run(["ls-files", "-z", "--", *own], repo.top, env=index_env, literal_pathspecs=False).stdout
+    if listed:
+        _run(["update-index", "--force-remove", "-z", "--stdin"], repo.top, env=index_env, input=listed)
+
+
+def _commit_pending(place: _Place, reporter: Reporter, pending: bool, *, forced: list[str] | None = None) -> str | None:
+    """Commit every change under the vault's folder (as `git add -A` there would, amem's own files left
+    out), and nothing else; with `forced`, exactly those paths. Returns the commit, None when nothing changed.
 
     The commit is built in a temporary index seeded from HEAD; afterwards the user's index takes the
     committed entries for the vault's paths only, so whatever else is staged stays staged and uncommitted."""
@@ -228,39 +256,53 @@ def _commit_pending(place: _Place, reporter: Reporter, pending: bool) -> str | N
     ident_env, warnings = _identity(repo)
     for message in warnings:
         reporter.warn(message)
-    import tempfile
+    from .gitlocal import scratch_folder
 
-    with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
+    with _IndexLock(repo) as index_lock, scratch_folder(repo.git_dir) as scratch:
         head = head_commit(repo)
         index_env = {"GIT_INDEX_FILE": os.path.join(scratch, "commit")}
         if head is not None:
             _run(["read-tree", head], repo.top, env=index_env)
-        _run(["add", "-A", "--", spec], repo.top, env=index_env)
+        _stage(place, index_env, forced)
         tree = _out(_run(["write-tree"], repo.top, env=index_env))
-        if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
-            return None
-        message = "amem: sync"
-        commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
-        if head is not None:
-            commit_args += ["-p", head]
-        commit = _out(_run(commit_args, repo.top, env=ident_env))
-        proc = _run_waiting_for_locks(["update-ref", "-m", f"commit: {message}", "HEAD", commit, head or ""], repo.top)
-        if proc.returncode != 0:
-            raise GitError(f"could not commit the vault's changes: {_failure(['update-ref'], proc)}; try again")
-        copy = os.path.join(scratch, "user-index")
-        if index_lock.index.exists():
-            import shutil
+        unchanged = head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top))
+        commit = head if unchanged else _make_commit(repo, tree, head, forced is not None, ident_env)
+        # The user's index follows the commit for the vault's paths, also when nothing was new: a sync
+        # killed between moving HEAD and publishing the index left it behind HEAD, in the pull's way.
+        if commit is not None:
+            _index_follows(index_lock, repo, commit, spec, scratch, reporter)
+    return None if unchanged else commit
 
-            shutil.copyfile(index_lock.index, copy)
-        proc = _run(["reset", "-q", commit, "--", spec], repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
-        if proc.returncode == 0:
-            index_lock.publish(Path(copy).read_bytes())
-        else:
-            reporter.warn(
-                f"committed {commit[:12]}, but could not update the git index for the vault's files "
-                f"({_failure(['reset'], proc)}); `git reset -q` brings it in line"
-            )
+
+def _make_commit(repo: Repository, tree: str, head: str | None, forced: bool, ident_env: dict[str, str]) -> str:
+    message = "amem: sync" if not forced else "amem: sync (local files the pull would replace)"
+    commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
+    if head is not None:
+        commit_args += ["-p", head]
+    commit = _out(_run(commit_args, repo.top, env=ident_env))
+    proc = _run_waiting_for_locks(["update-ref", "-m", f"commit: {message}", "HEAD", commit, head or ""], repo.top)
+    if proc.returncode != 0:
+        raise GitError(f"could not commit the vault's changes: {_failure(['update-ref'], proc)}; try again")
     return commit
+
+
+def _index_follows(
+    index_lock: _IndexLock, repo: Repository, commit: str, spec: str, scratch: str, reporter: Reporter
+) -> None:
+    """The user's index takes `commit`'s entries for the vault's paths; everything else in it stays."""
+    copy = os.path.join(scratch, "user-index")
+    if index_lock.index.exists():
+        import shutil
+
+        shutil.copyfile(index_lock.index, copy)
+    proc = _run(["reset", "-q", commit, "--", spec], repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
+    if proc.returncode == 0:
+        index_lock.publish(Path(copy).read_bytes())
+    else:
+        reporter.warn(
+            f"committed {commit[:12]}, but could not update the git index for the vault's files "
+            f"({_failure(['reset'], proc)}); `git reset -q` brings it in line"
+        )
 
 
 # --- fetching, integrating, pushing -----------------------------------------------------------------
@@ -371,9 +413,8 @@ def _resolve(
     """The merged tree with every conflicted path settled: notes merged by content where they can be;
     otherwise our version at the path and theirs beside it in a conflict copy. When one side deleted
     the file and the other changed it, the changed version stays: nothing is lost."""
-    import tempfile
-
     from .conflicts import conflict_copy_name
+    from .gitlocal import scratch_folder
     from .merge import merge_texts
 
     suffixes = tuple(e.lower() for e in extensions)
@@ -402,7 +443,7 @@ def _resolve(
             entries.append((other[0], other[1], path))
         else:
             entries.append(("0", _NO_ENTRY, path))
-    with tempfile.TemporaryDirectory(prefix="amem-sync-") as scratch:
+    with scratch_folder(repo.git_dir) as scratch:
         for (mode, path), oid in zip(merged_paths, _write_blobs(repo, merged_texts, scratch), strict=True):
             entries.append((mode, oid, path))
         kept: list[str] = []
@@ -485,6 +526,88 @@ def _ids(place: _Place, paths: list[str], extensions: tuple[str, ...]) -> list[s
     return ids
 
 
+def _target(
+    place: _Place,
+    head: str | None,
+    theirs: str | None,
+    extensions: tuple[str, ...],
+    outcome: SyncOutcome,
+    conflicted: list[str],
+) -> str | None:
+    """The commit the vault moves to: ours, theirs (a fast-forward) or a merge of both."""
+    repo = place.repo
+    if theirs is None or theirs == head:
+        return head
+    if head is None:
+        return theirs
+    if _is_ancestor(repo, theirs, head):
+        return head
+    if _is_ancestor(repo, head, theirs):
+        return theirs
+    merged = _merge(place, head, theirs, extensions)
+    outcome.commit = merged.commit
+    conflicted += [p for p in merged.conflicted if p not in conflicted]
+    return merged.commit
+
+
+#: How often to commit local files found in the pull's way and merge again before giving up.
+GUARD_ATTEMPTS = 5
+
+
+def _integrate(
+    config: Config,
+    place: _Place,
+    reporter: Reporter,
+    head: str | None,
+    theirs: str | None,
+    outcome: SyncOutcome,
+    conflicted: list[str],
+) -> tuple[str | None, str | None]:
+    """Bring the remote's commit in: (the commit the vault is now at, the last commit made here of local
+    files that stood in the pull's way, or None). See `sync_guard` for what stands in the way and why."""
+    from .gitlocal import scratch_folder
+    from .sync_guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
+
+    repo, local = place.repo, None
+    new = _target(place, head, theirs, config.extensions, outcome, conflicted)
+    locks = NoteLocks(config)
+    try:
+        for _ in range(GUARD_ATTEMPTS):
+            if new is None or new == head:
+                return new, local
+            move = planned_move(repo, head, new)
+            notes = note_paths(repo, place.folder, config.extensions, move)
+            raise_fd_limit(len(notes))
+            locks.take(notes)
+            with scratch_folder(repo.git_dir) as scratch:
+                way = in_the_way(repo, place.folder, config.extensions, head, move, scratch)
+            if way.refuse:
+                raise GitError(_refusal(place, way.refuse))
+            if not way.commit:
+                if head is None:
+                    _advance_from_nothing(place, new)
+                else:
+                    _advance(place, head, new)
+                return new, local
+            made = _commit_pending(place, reporter, True, forced=way.commit)
+            if made is not None:
+                head = local = outcome.commit = made
+                new = _target(place, head, theirs, config.extensions, outcome, conflicted)
+    finally:
+        locks.close()
+    raise GitError("the vault's files kept changing while sync brought in the remote's changes; sync again")
+
+
+def _refusal(place: _Place, paths: list[str]) -> str:
+    shown = ", ".join(place.note_id(p) or p for p in sorted(paths)[:10])
+    more = f" and {len(paths) - 10} more" if len(paths) > 10 else ""
+    return (
+        f"cannot bring in the remote's changes: uncommitted local files would be overwritten or deleted by them "
+        f"({shown}{more}), and sync does not commit them (git ignores them, or they lie outside the vault); "
+        "nothing was changed. Commit them or move them aside, then sync again"
+    )
+
+
 def sync_vault(
     config: Config, *, remote: str | None = None, push: bool = True, whole_repo: bool = False, reporter: Reporter
 ) -> SyncOutcome:
@@ -492,35 +615,23 @@ def sync_vault(
     place = _locate(config, remote, whole_repo)
     repo = place.repo
     outcome = SyncOutcome(remote=place.remote)
+    from .gitlocal import clear_leftovers
+
+    clear_leftovers(repo.git_dir)
     wrote_attributes = _set_up_merging(config, place)
     made = _commit_pending(place, reporter, place.pending or wrote_attributes)
     if made is not None:
         outcome.commit = made
     start = made or place.head
-    pulled: list[str] = []
     conflicted: list[str] = []
     head = start
     for attempt in range(PUSH_ATTEMPTS):
         if attempt:
             head = head_commit(repo)
         theirs = _fetch(place)
-        new = head
-        if theirs is not None and theirs != head:
-            if head is None:
-                new = theirs
-            elif _is_ancestor(repo, theirs, head):
-                new = head
-            elif _is_ancestor(repo, head, theirs):
-                new = theirs
-            else:
-                merged = _merge(place, head, theirs, config.extensions)
-                new, outcome.commit = merged.commit, merged.commit
-                conflicted += [p for p in merged.conflicted if p not in conflicted]
-            if new != head:
-                if head is None:
-                    _advance_from_nothing(place, new)
-                else:
-                    _advance(place, head, new)
+        new, local = _integrate(config, place, reporter, head, theirs, outcome, conflicted)
+        if local is not None:
+            start = local  # committed here before the pull: ours, not pulled
         if new is None or not push or new == theirs:
             break
         if _push(place, new):
@@ -528,11 +639,22 @@ def sync_vault(
             break
     else:
         raise GitError(f"the remote {place.remote} kept moving; {PUSH_ATTEMPTS} pushes were rejected, sync again")
+    pulled: list[str] = []
     end = new
     if end is not None and end != start:
         # What differs from what we had before integrating: the remote's changes, never our own.
         pulled = _changed(repo, start, end, place.pathspec)
     outcome.pulled = _ids(place, pulled, config.extensions)
+    if end is not None and end != start:
+        report_attributes(place.repo, start, end, config.extensions, reporter)
+    outcome.conflicts = _conflicts(config, place, conflicted, outcome.pulled, reporter)
+    return outcome
+
+
+def _conflicts(
+    config: Config, place: _Place, conflicted: list[str], pulled: list[str], reporter: Reporter
+) -> list[str]:
+    """The vault's conflicts: the files this merge kept both ways, and the conflict copies that arrived."""
     # Every conflicted file of the vault is reported, a note or not; one outside it (a project file,
     # under --whole-repo) is said as a warning, with its repository path.
     conflicts: list[str] = []
@@ -542,9 +664,9 @@ def sync_vault(
             conflicts.append(inside)
         else:
             reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
-    if outcome.pulled:
+    if pulled:
         from .conflicts import original_of_copy
-    for note in outcome.pulled:
+    for note in pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)
         # A conflict copy that arrived (not one whose removal arrived) is a conflict here too.
@@ -552,8 +674,7 @@ def sync_vault(
             origin = f"{folder}/{original}" if folder else original
             if origin not in conflicts:
                 conflicts.append(origin)
-    outcome.conflicts = conflicts
-    return outcome
+    return conflicts
 
 
 def _advance_from_nothing(place: _Place, new: str) -> None:

@@ -1,0 +1,365 @@
+"""amem sync under hostile conditions (issue 19): uncommitted files in the pull's way, amem's own temporary
+files, a remote's `.gitattributes`, SIGKILLed syncs, and writes running beside syncs. Real bare remotes,
+real clones, real `amem` processes and real SIGKILLs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.gitrepo import commit_all, git
+from tests.test_sync import AMEM, amem, append, clone, error_of, identity, remote, sync
+
+__all__ = ["identity", "remote"]  # fixtures used here, defined in test_sync
+
+
+def two_clones(remote: Path, tmp_path: Path) -> tuple[Path, Path]:
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    append(a, "seed", "first")
+    sync(a)
+    sync(b)
+    return a, b
+
+
+def remote_files(remote: Path) -> list[str]:
+    return git(remote, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+
+
+# --- 1. an uncommitted local file in the pull's way ---------------------------------------------------
+
+
+def _ignore_drafts(b: Path, how: str, tmp_path: Path) -> None:
+    if how == "info/exclude":
+        with open(b / ".git" / "info" / "exclude", "a") as handle:
+            handle.write("drafts/\n")
+    elif how == "gitignore":
+        (b / ".gitignore").write_text("drafts/\n")
+    else:
+        excludes = tmp_path / "global-excludes"
+        excludes.write_text("drafts/\n")
+        git(b, "config", "core.excludesFile", str(excludes))
+
+
+@pytest.mark.parametrize("how", ["info/exclude", "gitignore", "global excludes"])
+def test_an_ignored_local_note_the_pull_would_replace_is_kept_beside_the_remote_one(
+    remote: Path, tmp_path: Path, how: str
+) -> None:
+    a, b = two_clones(remote, tmp_path)
+    _ignore_drafts(b, how, tmp_path)
+    assert amem(b, "write", "drafts/idea", "B draft").returncode == 0
+    assert amem(a, "write", "drafts/idea", "A draft").returncode == 0
+    sync(a)
+
+    sync(b)
+
+    sync(a)
+    for machine in (a, b):  # both drafts on both machines: merged as two appends, or kept beside
+        texts = "".join(p.read_text() for p in (machine / "drafts").glob("idea*.md"))
+        assert "A draft" in texts and "B draft" in texts
+    assert "B draft" in git(remote, "show", "HEAD:drafts/idea.md")
+
+
+def test_an_ignored_file_that_is_not_a_note_stops_the_sync_with_nothing_moved(remote: Path, tmp_path: Path) -> None:
+    a, b = two_clones(remote, tmp_path)
+    with open(b / ".git" / "info" / "exclude", "a") as handle:
+        handle.write("secrets.txt\n")
+    (b / "secrets.txt").write_text("B's private token\n")
+    (a / "secrets.txt").write_text("A's file\n")
+    append(a, "other", "a note from A")
+    sync(a)
+    head = git(b, "rev-parse", "HEAD")
+
+    proc = amem(b, "sync")
+
+    assert proc.returncode == 6
+    error = error_of(proc)
+    assert error["code"] == "git" and "secrets.txt" in error["message"]
+    assert str(tmp_path) not in proc.stderr
+    assert (b / "secrets.txt").read_text() == "B's private token\n"
+    assert git(b, "rev-parse", "HEAD") == head and not (b / "other.md").exists()  # nothing moved
+    assert git(remote, "show", "HEAD:secrets.txt") == "A's file"
+
+
+def test_a_pull_that_adds_a_folder_where_an_ignored_local_file_is_stops_the_sync(remote: Path, tmp_path: Path) -> None:
+    a, b = two_clones(remote, tmp_path)
+    with open(b / ".git" / "info" / "exclude", "a") as handle:
+        handle.write("/drafts\n")
+    (b / "drafts").write_text("B's scratch file, not a folder\n")
+    append(a, "drafts/idea", "A's note in a folder")
+    sync(a)
+
+    proc = amem(b, "sync")
+
+    assert proc.returncode == 6 and "drafts" in error_of(proc)["message"]
+    assert (b / "drafts").read_text() == "B's scratch file, not a folder\n"
+
+
+def test_a_pull_that_replaces_an_ignored_local_folder_by_a_file_keeps_its_notes(remote: Path, tmp_path: Path) -> None:
+    a, b = two_clones(remote, tmp_path)
+    with open(b / ".git" / "info" / "exclude", "a") as handle:
+        handle.write("/drafts/\n")
+    assert amem(b, "write", "drafts/idea", "B's ignored note").returncode == 0
+    (a / "drafts").write_text("A's file named drafts\n")
+    sync(a)
+
+    sync(b)
+
+    assert "B's ignored note" in (b / "drafts" / "idea.md").read_text()
+    assert "B's ignored note" in git(remote, "show", "HEAD:drafts/idea.md")
+    kept = [p for p in b.iterdir() if p.name.startswith("drafts") and p.is_file()]  # git's `drafts~<commit>`
+    assert [p.read_text() for p in kept] == ["A's file named drafts\n"]
+
+
+# --- 2. amem's own files are never committed ----------------------------------------------------------
+
+
+def test_a_killed_writers_temporary_and_the_keepers_folder_are_never_committed(remote: Path, tmp_path: Path) -> None:
+    a, _ = two_clones(remote, tmp_path)
+    # A writer SIGKILLed while it fills its temporary file leaves it behind.
+    writer = subprocess.Popen(
+        [*AMEM, "write", "big", "--overwrite", "-"],
+        stdin=subprocess.PIPE,
+        env={**os.environ, "AMEM_VAULT": str(a)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert writer.stdin is not None
+    writer.stdin.write(b"x" * 1024)
+    writer.stdin.flush()
+    writer.kill()
+    writer.wait()
+    dead = writer.pid
+    (a / f".big.md.{dead}-0badc0de.amem-tmp").write_bytes(b"partial " * 1_000_000)  # what it was writing
+    # A live writer's temporary, present while the sync runs.
+    (a / f".seed.md.{os.getpid()}-12345678.amem-tmp").write_bytes(b"in flight")
+    (a / ".amem-sync").mkdir()
+    (a / ".amem-sync" / "1.cookie").write_text("keeper cookie")
+    append(a, "real", "a real note")
+
+    result = sync(a)
+
+    assert result["pushed"] == ["real.md"]
+    committed = remote_files(remote)
+    assert "real.md" in committed
+    assert not [f for f in committed if f.endswith(".amem-tmp") or f.startswith(".amem-sync")], committed
+
+
+def test_a_temporary_committed_by_an_older_amem_is_removed_by_the_next_sync(remote: Path, tmp_path: Path) -> None:
+    a, _ = two_clones(remote, tmp_path)
+    sync(a)
+    stray = a / ".seed.md.1-0badc0de.amem-tmp"
+    stray.write_bytes(b"partial")
+    commit_all(a, "an older amem's sync")
+    git(a, "push", "-q", "origin", "HEAD")
+    stray.unlink()
+
+    sync(a)
+
+    assert not [f for f in remote_files(remote) if f.endswith(".amem-tmp")]
+
+
+# --- 4. a remote's .gitattributes cannot turn conflicts off -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "attributes", "note"),
+    [
+        (".gitattributes", "*.md merge=amem\n*.md merge=union\n", "plan"),
+        ("notes/.gitattributes", "*.md merge=union\n", "notes/plan"),
+    ],
+)
+def test_a_remote_gitattributes_routing_notes_to_union_still_reports_the_conflict(
+    remote: Path, tmp_path: Path, where: str, attributes: str, note: str
+) -> None:
+    a, b = two_clones(remote, tmp_path)
+    append(a, note, "first draft")
+    sync(a)
+    sync(b)
+    (a / where).write_text(attributes)
+    commit_all(a, "someone else's attributes")
+    git(a, "push", "-q", "origin", "HEAD")
+    assert amem(a, "write", note, "--overwrite", "alpha plan").returncode == 0
+    assert amem(b, "write", note, "--overwrite", "beta plan").returncode == 0
+    sync(a)
+
+    proc = amem(b, "sync")
+
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["conflicts"] == [f"{note}.md"]
+    assert "alpha plan" not in (b / f"{note}.md").read_text()  # no interleaving
+    assert where in proc.stderr and "merge=union" in proc.stderr  # the change is reported
+    # A plain git merge in this clone follows amem's rules too.
+    assert "merge=amem" in (b / ".git" / "info" / "attributes").read_text()
+
+
+# --- 5. a SIGKILLed sync ------------------------------------------------------------------------------
+
+
+def slow_git(folder: Path, step: str, flag: Path) -> str:
+    """PATH with a `git` first that, on `step`, says so in `flag` and hangs (until killed)."""
+    folder.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True, check=True).stdout.strip()
+    script = folder / "git"
+    script.write_text(
+        textwrap.dedent(f"""\
+        #!/bin/sh
+        for arg in "$@"; do
+          if [ "$arg" = "{step}" ]; then touch "{flag}"; sleep 30; fi
+        done
+        exec "{real}" "$@"
+        """)
+    )
+    script.chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+def start_sync(vault: Path, tmpdir: Path, path: str | None = None) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "AMEM_VAULT": str(vault), "TMPDIR": str(tmpdir)}
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.Popen(
+        [*AMEM, "sync"], env=env, cwd=vault, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+
+def wait_for(flag: Path, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while not flag.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def sync_in(vault: Path, tmpdir: Path) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "AMEM_VAULT": str(vault), "TMPDIR": str(tmpdir)}
+    return subprocess.run([*AMEM, "sync"], env=env, cwd=vault, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("step", ["write-tree", "hash-object", "update-index", "reset"])
+def test_a_sync_killed_holding_the_index_lock_is_cleared_by_the_next(remote: Path, tmp_path: Path, step: str) -> None:
+    a, b = two_clones(remote, tmp_path)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    append(a, "plan", "from A")
+    sync(a)
+    append(b, "plan", "from B")  # both sides changed plan.md: the merge writes blobs and a merge index
+    flag = tmp_path / "flag"
+    proc = start_sync(b, tmpdir, slow_git(tmp_path / "bin", step, flag))
+    wait_for(flag, proc)
+    kill_group(proc)
+
+    again = sync_in(b, tmpdir)
+
+    assert again.returncode == 0, again.stderr
+    assert not (b / ".git" / "index.lock").exists()
+    assert list(tmpdir.iterdir()) == []  # no scratch folder holding note contents
+    assert not [p for p in (b / ".git").rglob("*") if "scratch" in p.name]
+    text = git(remote, "show", "HEAD:plan.md")
+    assert "from A" in text and "from B" in text
+    assert git(b, "status", "--porcelain") == ""
+
+
+def test_syncs_killed_at_random_moments_are_finished_by_the_next(remote: Path, tmp_path: Path) -> None:
+    a, b = two_clones(remote, tmp_path)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    rng = random.Random(19)
+    expected: list[str] = []
+    for round_ in range(8):
+        append(a, "log", f"a-{round_}")
+        append(b, "log", f"b-{round_}")
+        expected += [f"a-{round_}", f"b-{round_}"]
+        sync(a)
+        proc = start_sync(b, tmpdir)
+        time.sleep(rng.uniform(0.05, 0.6))
+        proc.kill()  # the sync itself; a git it started finishes on its own and releases its locks
+        proc.communicate()
+        again = sync_in(b, tmpdir)
+        assert again.returncode == 0, again.stderr
+        assert not (b / ".git" / "index.lock").exists()
+        assert list(tmpdir.iterdir()) == []
+    sync(a)
+    text = git(remote, "show", "HEAD:log.md")
+    assert all(word in text for word in expected)
+
+
+def test_a_lock_amem_cannot_prove_its_own_is_reported_as_git_does(remote: Path, tmp_path: Path) -> None:
+    _, b = two_clones(remote, tmp_path)
+    lock = b / ".git" / "index.lock"
+    lock.write_bytes(b"")  # as a crashed git leaves it
+    append(b, "x", "hello")
+
+    proc = amem(b, "sync")
+
+    assert proc.returncode == 6
+    message = error_of(proc)["message"]
+    assert ".git/index.lock" in message and "remove" in message
+    assert str(tmp_path) not in proc.stderr
+    assert lock.exists()  # not amem's to remove
+    lock.unlink()
+    assert sync(b)["pushed"] == ["x.md"]
+
+
+# --- 6. syncs beside writes ---------------------------------------------------------------------------
+
+WRITER = """
+import sys, time
+from amem.config import load_config
+from amem.vault.write import write_note
+config = load_config(vault=sys.argv[1])
+name, stop, count = sys.argv[2], sys.argv[3], 0
+import os
+while not os.path.exists(stop):
+    write_note(config, f"n{count % 12}", f"{name}-{count}")
+    count += 1
+print(count)
+"""
+
+
+def test_syncs_beside_writers_on_two_clones_lose_no_write(remote: Path, tmp_path: Path) -> None:
+    a, b = two_clones(remote, tmp_path)
+    stop = tmp_path / "stop"
+    writers = {
+        vault: subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(vault), vault.name, str(stop)], stdout=subprocess.PIPE, text=True
+        )
+        for vault in (a, b)
+    }
+    failures = []
+    for n in range(12):
+        proc = amem((a, b)[n % 2], "sync")
+        if proc.returncode != 0:
+            failures.append(proc.stderr)
+    stop.touch()
+    counts = {vault: int(writer.communicate(timeout=60)[0]) for vault, writer in writers.items()}
+    assert failures == []
+    for vault in (a, b, a):
+        sync(vault)
+    assert all(counts.values())
+    texts = {
+        "a": "".join((a / f"n{i}.md").read_text() for i in range(12)),
+        "b": "".join((b / f"n{i}.md").read_text() for i in range(12)),
+        "remote": "".join(git(remote, "show", f"HEAD:n{i}.md") + "\n" for i in range(12)),
+    }
+    for vault, count in counts.items():
+        words = [f"{vault.name}-{k}\n" for k in range(count)]
+        for where, text in texts.items():
+            missing = [w for w in words if w not in text]
+            assert missing == [], (where, missing[:5])
+    assert not list(a.glob("*.conflict-*")) and not list(b.glob("*.conflict-*"))
