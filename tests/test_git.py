@@ -16,10 +16,10 @@ import pytest
 
 from amem.config import Config
 from amem.errors import GitError
+from amem.gitvault import git as amem_git
+from amem.notes.parse import version_of
 from amem.report import CollectingReporter
-from amem.vault import git as amem_git
-from amem.vault.notes import version_of
-from amem.vault.write import write_note
+from amem.store.write import write_note
 from tests.gitrepo import commit_all, git, init_repo, set_identity
 
 
@@ -172,7 +172,7 @@ def test_a_failed_commit_still_says_what_was_written(
 
 
 def test_restore_reports_the_commits_warnings(vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
-    from amem.vault.paths import resolve_note
+    from amem.notes.ids import resolve_note
 
     init_repo(vault)
     first = write_note(config, "n", "one", commit=True)
@@ -352,7 +352,7 @@ def test_git_module_loads_only_when_needed(vault: Path) -> None:
         "from amem.cli import run\n"
         "assert run(['write', 'n', 'x']) == 0\n"
         "assert run(['read', 'n']) == 0\n"
-        "print(sorted(m for m in ('amem.vault.git', 'amem.info') if m in sys.modules))\n"
+        "print(sorted(m for m in ('amem.gitvault.git', 'amem.info') if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-import amem.vault.index
+import amem.index.index
 from amem.config import Config, load_config
-from amem.vault import keeper as keeper_module
-from amem.vault.index import VaultIndex
-from amem.vault.keeper import SYNC_DIR, synced
-from amem.vault.read import read_note
-from amem.vault.search import search
+from amem.index.index import VaultIndex
+from amem.index.search import search
+from amem.keeper import keeper as keeper_module
+from amem.keeper.keeper import SYNC_DIR, synced
+from amem.ops.read import read_note
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo
 from tests.test_index import snapshot
@@ -72,8 +72,8 @@ class WalkCounter:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = amem.vault.index.scan_vault
-        real_quick = amem.vault.index.VaultIndex._quick_scan
+        real = amem.index.index.scan_vault
+        real_quick = amem.index.index.VaultIndex._quick_scan
 
         def counting(config: Any) -> Any:
             self.count += 1
@@ -83,8 +83,8 @@ class WalkCounter:
             self.count += 1
             return real_quick(index)
 
-        monkeypatch.setattr(amem.vault.index, "scan_vault", counting)
-        monkeypatch.setattr(amem.vault.index.VaultIndex, "_quick_scan", counting_quick)
+        monkeypatch.setattr(amem.index.index, "scan_vault", counting)
+        monkeypatch.setattr(amem.index.index.VaultIndex, "_quick_scan", counting_quick)
 
 
 def wait_until_stopped(pid: int) -> None:

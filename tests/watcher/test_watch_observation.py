@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from amem.fswatch.rules import IgnoreRules
 from amem.watcher.observation import (
     MAX_PREVIEW_BYTES,
     SessionIds,
@@ -24,7 +25,6 @@ from amem.watcher.observation import (
     observe_path,
     project_name,
 )
-from amem.watcher.rules import IgnoreRules
 
 from ..conftest import write_file
 

@@ -29,8 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..fswatch.rules import IgnoreRules
 from .redact import REDACTED, redact, redact_prefix
-from .rules import IgnoreRules
 
 HOOK_TYPE = "post_tool_use"
 SOURCE = "filesystem-watcher"
@@ -186,7 +186,7 @@ def git_toplevel(folder: str) -> str | None:
     Asked through the vault's git helper, which drops the GIT_DIR / GIT_WORK_TREE a git hook exports, so
     that a watcher started from a hook names the repository of the folder, not the hook's."""
     from ..errors import GitError
-    from ..vault.git import find_repository
+    from ..gitvault.git import find_repository
 
     try:
         repo = find_repository(Path(folder))

@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..digest import sha1_hex
 from ..errors import Conflict, GitError, InvalidId, NotFound, UsageError
-from ..output import quote
-from ..report import Reporter
-from ..timefmt import iso, now
-from .links import (
+from ..notes.ids import NoteRef, open_regular, read_regular, resolve_note
+from ..notes.links import (
     Link,
     LinkResolver,
     frontmatter_spans,
@@ -30,10 +28,10 @@ from .links import (
     normalise_target,
     resolution_keys,
 )
-from .notes import parse_note, version_of
-from .paths import NoteRef, open_regular, read_regular, resolve_note
-from .relink import spell_markdown_path, stamp_updated
-from .write import (
+from ..notes.parse import parse_note, version_of
+from ..output import quote
+from ..report import Reporter
+from ..store.write import (
     _make_parents,
     _remember,
     _remove_folders,
@@ -42,6 +40,8 @@ from .write import (
     note_lock,
     update_note,
 )
+from ..timefmt import iso, now
+from .relink import spell_markdown_path, stamp_updated
 
 #: Characters a link target cannot hold: they end it or start its heading, block or alias part.
 LINK_SYNTAX = "[]|#"
@@ -50,7 +50,7 @@ REWRITE_THREADS = 16
 
 if TYPE_CHECKING:
     from ..config import Config
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
 
 def _lock_key(ref: NoteRef) -> str:
@@ -110,7 +110,7 @@ def delete_note(
             raise _write_failure(ref.id, exc, "delete") from None
     sha: str | None = None
     if commit or config.git_auto_commit:
-        from .git import commit_notes
+        from ..gitvault.git import commit_notes
 
         try:
             outcome = commit_notes(config, [(ref.path, None)], f"amem: delete {ref.id}")
@@ -542,7 +542,7 @@ def _plan_move(
 ) -> _Move:
     """Rename the file (or find it renamed: by an interrupted run, or by hand with `after`), start or
     resume the journal, and return what every link means before and after the move."""
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
     resumed = journal.load() and journal.plan is not None
     index = VaultIndex(config)
@@ -631,7 +631,7 @@ def _commit_move(
     written: dict[str, bytes],
     reporter: Reporter,
 ) -> str | None:
-    from .git import commit_notes
+    from ..gitvault.git import commit_notes
 
     vault = Path(config.vault_root)
     paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
@@ -649,7 +649,7 @@ def _commit_move(
 
 def _indexed(config: Config, note_id: str) -> bool:
     """Whether scans index a note at `note_id` (its folders are neither skipped nor excluded)."""
-    from .index import ALWAYS_SKIPPED
+    from ..index.index import ALWAYS_SKIPPED
 
     for folder in note_id.split("/")[:-1]:
         if folder in ALWAYS_SKIPPED or folder in config.exclude_dirs:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..vault.paths import is_inside
+from ..notes.ids import is_inside
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec

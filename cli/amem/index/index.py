@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from ..atomicfile import TEMP_SUFFIX
 from ..digest import sha1_hex
 from ..errors import InternalError
-from ..report import Reporter
-from .links import (
+from ..notes.ids import may_read, open_regular
+from ..notes.links import (
     PATH_MARK,
     LinkResolver,
     link_census,
@@ -37,7 +37,7 @@ from .links import (
     resolve_stored,
     stored_target,
 )
-from .paths import may_read, open_regular
+from ..report import Reporter
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -413,7 +413,7 @@ class VaultIndex:
         return self.repairing(lambda: self._refresh(thorough, thorough if wait is None else wait))
 
     def _refresh(self, thorough: bool, wait: bool) -> RefreshStats:
-        from .keeper import synced
+        from ..keeper.keeper import synced
 
         stats = RefreshStats()
         # The one place that decides how the vault is looked at: not at all when a live keeper of the
@@ -430,7 +430,7 @@ class VaultIndex:
             else:
                 scan = scan_vault(self.config) if thorough else self._quick_scan()
                 if scan.temporaries:
-                    from .write import sweep_temporaries
+                    from ..store.write import sweep_temporaries
 
                     sweep_temporaries(self.config, scan.temporaries)
                 diff = self._diff(scan)
@@ -893,8 +893,8 @@ class _Batch:
 
     def _read(self, note_id: str) -> _ReadNote:
         """One note as the index keeps it: read (if amem may read it), parsed, its row made."""
-        from .notes import note_title, parse_note  # here: a refresh that changes nothing parses nothing
-        from .tags import note_tags
+        from ..notes.parse import note_title, parse_note  # here: a refresh that changes nothing parses nothing
+        from ..notes.tags import note_tags
         from .tokenize import title_key
 
         path = os.path.join(self.root, note_id)

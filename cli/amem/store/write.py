@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..atomicfile import atomic_replace, is_temporary, parse_temporary, process_alive
 from ..digest import sha1_hex
 from ..errors import AmemError, Conflict, InternalError, InvalidId, IoError, NotFound, UsageError
+from ..notes.ids import NotARegularFile, NoteRef, is_inside, open_regular, resolve_note
+from ..notes.parse import ParsedNote, dump_frontmatter, parse_note, version_of
 from ..output import quote
 from ..timefmt import iso, normalise, now
-from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
-from .paths import NotARegularFile, NoteRef, is_inside, open_regular, resolve_note
 
 if TYPE_CHECKING:
     from datetime import tzinfo
@@ -258,7 +258,7 @@ def check_version(version: str | None) -> None:
 
 def _remember(config: Config, note_id: str, version: str) -> None:
     """Record what amem wrote, so that `read` does not call amem's own write an external change."""
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
     index = VaultIndex(config)
     try:
@@ -306,7 +306,7 @@ def write_note(
     result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
     data = {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
     if commit or config.git_auto_commit:
-        from .git import maybe_commit
+        from ..gitvault.git import maybe_commit
 
         try:
             sha = maybe_commit(config, ref, f"amem: write {result.id}", commit, reporter=reporter)
@@ -358,7 +358,7 @@ def append_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) ->
 
 def _last_heading(body: str) -> str | None:
     last = None
-    from .links import prose_lines
+    from ..notes.links import prose_lines
 
     for line in prose_lines(body):
         if line.startswith("#"):

@@ -2,7 +2,7 @@
 
 One round: commit the vault's pending changes (only its files, the user's index otherwise untouched), fetch
 the remote's branch, integrate it, push. Integration is git's own merge (`git merge-tree`, which runs the
-note merge driver of `amem.vault.merge` for notes both sides changed), made without touching the user's
+note merge driver of `amem.gitvault.merge` for notes both sides changed), made without touching the user's
 index or files except the paths the merge changed. A push the remote rejects because it moved meanwhile is
 retried after integrating again.
 
@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GitError
-from ..report import Reporter
-from .git import (
+from ..gitvault.git import (
     Repository,
     _failure,
     _identity,
@@ -36,6 +35,7 @@ from .git import (
     find_repository,
     head_commit,
 )
+from ..report import Reporter
 from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
 
 def driver_command() -> str:
     """How git starts the note merge driver: this interpreter, so it finds this amem."""
-    return f"{shlex.quote(sys.executable)} -m amem.vault.merge %O %A %B %L %P"
+    return f"{shlex.quote(sys.executable)} -m amem.gitvault.merge %O %A %B %L %P"
 
 
 def _set_up_merging(config: Config, place: _Place) -> bool:
@@ -256,7 +256,7 @@ def _commit_pending(place: _Place, reporter: Reporter, pending: bool, *, forced:
     ident_env, warnings = _identity(repo)
     for message in warnings:
         reporter.warn(message)
-    from .gitlocal import scratch_folder
+    from ..gitvault.gitlocal import scratch_folder
 
     with _IndexLock(repo) as index_lock, scratch_folder(repo.git_dir) as scratch:
         head = head_commit(repo)
@@ -413,9 +413,9 @@ def _resolve(
     """The merged tree with every conflicted path settled: notes merged by content where they can be;
     otherwise our version at the path and theirs beside it in a conflict copy. When one side deleted
     the file and the other changed it, the changed version stays: nothing is lost."""
-    from .conflicts import conflict_copy_name
-    from .gitlocal import scratch_folder
-    from .merge import merge_texts
+    from ..gitvault.gitlocal import scratch_folder
+    from ..gitvault.merge import merge_texts
+    from ..notes.conflicts import conflict_copy_name
 
     suffixes = tuple(e.lower() for e in extensions)
     wanted = [oid for found in stages.values() for _, oid in found.values()]
@@ -565,7 +565,7 @@ def _integrate(
 ) -> tuple[str | None, str | None]:
     """Bring the remote's commit in: (the commit the vault is now at, the last commit made here of local
     files that stood in the pull's way, or None). See `sync_guard` for what stands in the way and why."""
-    from .gitlocal import scratch_folder
+    from ..gitvault.gitlocal import scratch_folder
     from .sync_guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
 
     repo, local = place.repo, None
@@ -615,7 +615,7 @@ def sync_vault(
     place = _locate(config, remote, whole_repo)
     repo = place.repo
     outcome = SyncOutcome(remote=place.remote)
-    from .gitlocal import clear_leftovers
+    from ..gitvault.gitlocal import clear_leftovers
 
     clear_leftovers(repo.git_dir)
     wrote_attributes = _set_up_merging(config, place)
@@ -665,7 +665,7 @@ def _conflicts(
         else:
             reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
     if pulled:
-        from .conflicts import original_of_copy
+        from ..notes.conflicts import original_of_copy
     for note in pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)

@@ -21,8 +21,8 @@ from ..errors import GitError, NotFound
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..notes.ids import NoteRef
     from ..report import Reporter
-    from .paths import NoteRef
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
 LOCK_WAIT_SECONDS = 3.0
@@ -660,7 +660,7 @@ def restore_note(
     """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
     `base_version`), and commit it when asked or configured; the commit's warnings go to `reporter`.
     Returns {id, hash, version, commit}. History is never rewritten."""
-    from .write import update_note
+    from ..store.write import update_note
 
     repo = require_repository(Path(ref.path).parent)
     rel = repo.relpath(ref.path)

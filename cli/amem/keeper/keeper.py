@@ -53,12 +53,12 @@ if TYPE_CHECKING:
     from collections.abc import Collection
 
     from ..config import Config
+    from ..fswatch.observer import TreeWatcher
+    from ..fswatch.rules import IgnoreRules
+    from ..index.index import VaultIndex
     from ..watcher.observation import WatchedRoot
-    from ..watcher.observer import TreeWatcher
-    from ..watcher.rules import IgnoreRules
-    from .index import VaultIndex
-    from .keeper_requests import RankRequest
-    from .keeperdir import KeeperFolder
+    from .folder import KeeperFolder
+    from .requests import RankRequest
 
 #: How long a command waits for the keeper to confirm a cookie before it walks the vault itself.
 ACK_TIMEOUT = 1.0
@@ -294,7 +294,7 @@ class Keeper:
         self.claim()
         cache = self.config.cache_dir
         try:
-            from .keeperdir import KeeperFolder
+            from .folder import KeeperFolder
 
             self._folder = folder = KeeperFolder.open(self.root, self.reporter)
             self._tree = _tree_watcher(self._on_path, self._on_folder, self._on_warning)
@@ -303,7 +303,7 @@ class Keeper:
             stats = self._apply(None)  # after the watches are on: no change falls in between
             for name in folder.cookies():  # left by commands that gave up waiting
                 folder.discard(name)
-            from .index import VaultIndex
+            from ..index.index import VaultIndex
 
             described: dict[str, Any] = {
                 "pid": os.getpid(),
@@ -401,7 +401,7 @@ class Keeper:
         that sends nothing, or slowly, holds up no other); the ranking itself is one at a time."""
         import threading
 
-        from .keeper_requests import refuse_client, serve_client
+        from .requests import refuse_client, serve_client
 
         listener = self._listener
         slots = threading.BoundedSemaphore(MAX_CLIENTS)
@@ -443,8 +443,8 @@ class Keeper:
     def _rank(self, query: str, depth: int, among: set[str] | None) -> list[tuple[str, float]] | None:
         """What a search would rank in its own process: the model loaded (once), the vectors brought up to
         date with the index and kept in memory, then `semantic.rank`."""
-        from . import semantic
-        from .index import VaultIndex
+        from ..index import semantic
+        from ..index.index import VaultIndex
 
         semantic.KEEP_VECTORS = True
         index = VaultIndex(self.config, self.reporter)
@@ -514,7 +514,7 @@ class Keeper:
     def _apply(self, notes: set[str] | None) -> dict[str, int]:
         """Bring the index up to date: exactly these notes (vault-relative ids the events named), or, when
         None, the whole vault by a walk. Returns the index's stats after a walk."""
-        from .index import VaultIndex
+        from ..index.index import VaultIndex
 
         self._dirty = False
         index = VaultIndex(self.config, self.reporter)
@@ -571,7 +571,7 @@ def _tree_watcher(on_path: Any, on_folder: Any, warn: Any) -> TreeWatcher:
     the keeper about folder changes too."""
     import sys
 
-    from ..watcher.observer import InotifyTree, WatchdogTree
+    from ..fswatch.observer import InotifyTree, WatchdogTree
 
     class KeeperTree(InotifyTree):
         def _handle_folder(self, root: WatchedRoot, path: str, rel: str, mask: int, cookie: int) -> None:
@@ -591,8 +591,8 @@ def _index_rules(config: Config, root: str) -> IgnoreRules:
     lists it (not .git, node_modules, .obsidian, an excludeDirs name, or a dot-folder unless
     indexHiddenDirs), plus the keeper's cookie folder; files are all reported, the keeper sorts them. (The
     watcher's own defaults would skip folders the index lists, such as build/ and dist/.)"""
-    from ..watcher.rules import IgnoreRules
-    from .index import ALWAYS_SKIPPED
+    from ..fswatch.rules import IgnoreRules
+    from ..index.index import ALWAYS_SKIPPED
 
     skipped = set(ALWAYS_SKIPPED) | set(config.exclude_dirs)
     hidden = bool(config.index_hidden_dirs)
