@@ -18,8 +18,9 @@ from amem.config import Config
 from amem.errors import GitError
 from amem.gitvault import git as amem_git
 from amem.notes.parse import version_of
+from amem.ops.restore import restore_note
+from amem.ops.write import write_note
 from amem.report import CollectingReporter
-from amem.store.write import write_note
 from tests.gitrepo import commit_all, git, init_repo, set_identity
 
 
@@ -181,7 +182,7 @@ def test_restore_reports_the_commits_warnings(vault: Path, config: Config, monke
         monkeypatch.delenv(name, raising=False)  # and the isolated HOME has no git config
     reporter = CollectingReporter()
     current = version_of((vault / "n.md").read_bytes())
-    data = amem_git.restore_note(config, resolve_note(config, "n"), first["commit"], current, True, reporter=reporter)
+    data = restore_note(config, resolve_note(config, "n"), first["commit"], current, True, reporter=reporter)
     assert data["commit"] == head(vault) and data["hash"] == first["commit"]
     assert any("no user identity" in warning for warning in reporter.warnings)
 

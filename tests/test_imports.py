@@ -62,7 +62,7 @@ NOTES_AMEM = frozenset(
     # what the index keeps of each note: its search rows, tokens, frontmatter fields and tags
     | {"amem.index.fts", "amem.index.tokenize", "amem.notes.simple_yaml", "amem.notes.tags"}
     # the index keeper's sync check: a lock probe and a cookie file, no watcher
-    | {"amem.keeper.keeper"}
+    | {"amem.index.keeper_client"}
 )
 #: The search engine: query parsing, ranking and results over the index's full-text tables.
 SEARCH_AMEM = frozenset({"amem.index.search", "amem.index.rank"})
@@ -96,8 +96,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "write": (
         ["write", "x", "more"],
         NOTES | {"fcntl"},
-        NOTES_AMEM | {"amem.store.write", "amem.index.search", "amem.atomicfile"},
-        "amem.store.write",
+        NOTES_AMEM | {"amem.ops.write", "amem.store.write", "amem.index.search"},
+        "amem.ops.write",
     ),
     "history": (
         ["history", "x"],
@@ -108,20 +108,20 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "restore": (
         ["restore", "x", "HEAD", "--base-version", "0" * 40],
         NOTES | GIT | {"fcntl"},
-        NOTES_AMEM | {"amem.gitvault.git", "amem.store.write", "amem.atomicfile"},
-        "amem.gitvault.git",
+        NOTES_AMEM | {"amem.ops.restore", "amem.ops.write", "amem.gitvault.git", "amem.store.write"},
+        "amem.ops.restore",
     ),
     "delete": (
         ["delete", "x"],
         NOTES | {"fcntl"},
-        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.store.write"},
+        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write"},
         "amem.ops.ops",
     ),
     "move": (
         ["move", "x", "y"],
         # a move rewrites notes side by side, in threads
         NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
-        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.store.write", "amem.index.search"},
+        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
         "amem.ops.ops",
     ),
     "sync": (
@@ -152,7 +152,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["mcp"],
         NOTES | GIT | WATCH | MCP_SDK,
         NOTES_AMEM
-        | {"amem.mcp_server", "amem.watcher", "amem.keeper.folder", "amem.keeper.requests"}
+        | {"amem.mcp_server", "amem.watcher", "amem.keeper.keeper", "amem.keeper.folder", "amem.keeper.requests"}
         | {f"amem.watcher.{m}" for m in ("observation", "redact")}
         | {"amem.fswatch.observer", "amem.fswatch.rules"},
         "amem.mcp_server",

@@ -18,10 +18,10 @@ import pytest
 
 import amem.index.index
 from amem.config import Config, load_config
+from amem.index import keeper_client
 from amem.index.index import VaultIndex
+from amem.index.keeper_client import SYNC_DIR, synced
 from amem.index.search import search
-from amem.keeper import keeper as keeper_module
-from amem.keeper.keeper import SYNC_DIR, synced
 from amem.ops.read import read_note
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo
@@ -241,7 +241,7 @@ def test_a_killed_keeper_means_a_walk_and_a_correct_answer(
 def test_a_wedged_keeper_means_a_walk_after_a_bounded_wait(
     vault: Path, keeper: KeeperProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(keeper_module, "ACK_TIMEOUT", 0.3)
+    monkeypatch.setattr(keeper_client, "ACK_TIMEOUT", 0.3)
     config = load_config()
     keeper.proc.send_signal(signal.SIGSTOP)
     wait_until_stopped(keeper.proc.pid)  # stopped idle: one stopped inside a transaction would block writers

@@ -23,7 +23,7 @@ import pytest
 
 from amem.config import load_config
 from amem.index import semantic
-from amem.keeper.keeper import INFO_FILE, SOCKET_FILE, SYNC_DIR
+from amem.index.keeper_client import INFO_FILE, SOCKET_FILE, SYNC_DIR
 from tests.conftest import write_file
 from tests.gitrepo import commit_all, git, set_identity
 from tests.test_keeper import KeeperProcess, start_keeper

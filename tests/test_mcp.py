@@ -393,7 +393,7 @@ def test_the_server_keeps_the_index_of_its_vault(isolated_env: Path, vault: Path
     assert not (vault / ".amem-sync").exists()  # the server's keeper stopped with it
     from amem.config import load_config
     from amem.index.index import VaultIndex
-    from amem.keeper.keeper import synced
+    from amem.index.keeper_client import synced
 
     index = VaultIndex(load_config())
     try:

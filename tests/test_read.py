@@ -12,8 +12,8 @@ from amem.config import Config
 from amem.errors import InvalidId, NotFound
 from amem.notes.parse import version_of
 from amem.ops.read import read_note
+from amem.ops.write import write_note
 from amem.report import CollectingReporter
-from amem.store.write import write_note
 from tests.conftest import write_file
 
 

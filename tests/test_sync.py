@@ -17,7 +17,8 @@ import pytest
 
 from amem.config import load_config
 from amem.gitvault.merge import merge_texts
-from amem.store.write import append_text, write_note
+from amem.ops.write import write_note
+from amem.store.write import append_text
 from tests.gitrepo import commit_all, git, init_repo, set_identity
 
 AMEM = [sys.executable, "-m", "amem"]

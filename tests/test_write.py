@@ -13,8 +13,8 @@ import pytest
 from amem.config import Config
 from amem.errors import Conflict, InvalidId, IoError, NotFound, UsageError
 from amem.notes.parse import parse_note, version_of
-from amem.store import write as write_module
-from amem.store.write import write_note
+from amem.ops import write as write_module
+from amem.ops.write import write_note
 
 STAMP = re.compile(r"^## \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$", re.M)
 

@@ -220,7 +220,7 @@ def wiki_write(
     `version` fingerprints what was written: pass it as baseVersion on your next write of this note,
     without reading it again. Pass the version from wiki_read as baseVersion whenever you change a note
     someone else may edit; on `conflict`, read the note again and redo your change on its new content."""
-    from .store.write import write_note
+    from .ops.write import write_note
 
     return write_note(
         config,
@@ -307,8 +307,8 @@ def wiki_restore(
     baseVersion is required: the note's current version from wiki_read; a stale one fails with code
     `conflict` and changes nothing. Returns {id, hash, version, commit}: `version` is the note's new
     version, `commit` the new commit's hash when the vault commits writes to git, else null."""
-    from .gitvault.git import restore_note
     from .notes.ids import resolve_note
+    from .ops.restore import restore_note
 
     return restore_note(config, resolve_note(config, id), hash, baseVersion, False, reporter=_reporter())
 

@@ -79,7 +79,7 @@ def bench(n: int, runs: int, work: Path) -> None:
         os.environ.update(XDG_CACHE_HOME=env["XDG_CACHE_HOME"], AMEM_VAULT=env["AMEM_VAULT"])
         from amem.config import load_config
         from amem.index.index import VaultIndex
-        from amem.keeper.keeper import synced
+        from amem.index.keeper_client import synced
 
         config = load_config()
         original = note.read_bytes()

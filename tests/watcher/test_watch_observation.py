@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from amem.fswatch.rules import IgnoreRules
+from amem.fswatch.rules import IgnoreRules, WatchedRoot
 from amem.watcher.observation import (
     MAX_PREVIEW_BYTES,
     SessionIds,
-    WatchedRoot,
     cut_utf8,
     git_toplevel,
     is_text_file,

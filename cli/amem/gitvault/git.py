@@ -384,7 +384,8 @@ def _identity(repo: Repository) -> tuple[dict[str, str], list[str]]:
     return env, warnings
 
 
-def _file_mode(path: Path) -> str:
+def file_mode(path: Path) -> str:
+    """The mode `git add` would record for the file: 100755 when its owner may execute it."""
     try:
         st = os.stat(path)
     except OSError:
@@ -600,7 +601,7 @@ def commit_notes(config: Config, notes: Sequence[tuple[Path, bytes | None]], mes
                 content = None
             except OSError as exc:
                 raise GitError(f"cannot read the note to commit it: {exc.strerror}") from None
-        changes.append(PathChange(repo.relpath(note_path), content, _file_mode(Path(note_path))))
+        changes.append(PathChange(repo.relpath(note_path), content, file_mode(Path(note_path))))
     outcome = commit_paths(repo, changes, message)
     outcome.initialised = initialised
     if initialised:
@@ -627,11 +628,11 @@ def maybe_commit(
     except GitError as exc:
         # The note is already written; say so, or the caller would think the write failed too.
         raise GitError(f'wrote note "{ref.id}" but did not commit it: {exc.message}', **exc.details) from None
-    _report(outcome.warnings, reporter)
+    report_warnings(outcome.warnings, reporter)
     return outcome.hash
 
 
-def _report(warnings: list[str], reporter: Reporter | None) -> None:
+def report_warnings(warnings: list[str], reporter: Reporter | None) -> None:
     if reporter is not None:
         for message in warnings:
             reporter.warn(message)
@@ -652,41 +653,3 @@ def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> dict
             for e in entries
         ],
     }
-
-
-def restore_note(
-    config: Config, ref: NoteRef, rev: str, base_version: str, commit: bool, *, reporter: Reporter | None = None
-) -> dict[str, Any]:
-    """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
-    `base_version`), and commit it when asked or configured; the commit's warnings go to `reporter`.
-    Returns {id, hash, version, commit}. History is never rewritten."""
-    from ..store.write import update_note
-
-    repo = require_repository(Path(ref.path).parent)
-    rel = repo.relpath(ref.path)
-    full = resolve_commit(repo, rev)
-    if full is None:
-        raise NotFound(f'cannot restore note "{ref.id}": unknown revision "{rev}"', revision=rev)
-    short = short_hash(repo, full)
-    found = path_at(repo, full, rel)
-    if found is None:
-        raise NotFound(f'cannot restore note "{ref.id}": the note does not exist at {short}', revision=rev)
-    old_path, oid = found
-    content = blob_content(repo, oid, old_path)
-
-    result = update_note(config, ref, lambda _current: content, base_version=base_version)
-
-    new_commit: str | None = None
-    if commit or config.git_auto_commit:
-        try:
-            outcome = commit_file(
-                repo, rel, content, f"amem: restore {ref.id} to {short}", mode=_file_mode(Path(ref.path))
-            )
-        except GitError as exc:
-            raise GitError(
-                f'restored note "{ref.id}" to {short} (version {result.version}) but did not commit it: {exc.message}',
-                version=result.version,
-            ) from None
-        new_commit = outcome.hash
-        _report(outcome.warnings, reporter)
-    return {"id": result.id, "hash": full, "version": result.version, "commit": new_commit}

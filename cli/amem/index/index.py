@@ -413,7 +413,7 @@ class VaultIndex:
         return self.repairing(lambda: self._refresh(thorough, thorough if wait is None else wait))
 
     def _refresh(self, thorough: bool, wait: bool) -> RefreshStats:
-        from ..keeper.keeper import synced
+        from .keeper_client import synced
 
         stats = RefreshStats()
         # The one place that decides how the vault is looked at: not at all when a live keeper of the
@@ -1156,3 +1156,12 @@ def _digest_of(path: str) -> str | None:
             return sha1_hex(handle.read())
     except OSError:
         return None
+
+
+def remember_written(config: Config, note_id: str, version: str) -> None:
+    """Record what amem wrote, so that `read` does not call amem's own write an external change."""
+    index = VaultIndex(config)
+    try:
+        index.mark_seen(note_id, version)
+    finally:
+        index.close()

@@ -625,7 +625,7 @@ def for_search(
     Given the `query` (and the search's filter `where`), the vault's index keeper is asked first: when it
     answers, its ranking is the one fused, and this process loads no model at all."""
     if query is not None and model == DEFAULT_MODEL and DEFAULT_MODEL not in _loaded and installed():
-        from ..keeper.keeper import semantic_ranking
+        from .keeper_client import semantic_ranking
 
         ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
         if ranking is not None:

@@ -31,17 +31,10 @@ from ..notes.links import (
 from ..notes.parse import parse_note, version_of
 from ..output import quote
 from ..report import Reporter
-from ..store.write import (
-    _make_parents,
-    _remember,
-    _remove_folders,
-    _write_failure,
-    check_version,
-    note_lock,
-    update_note,
-)
+from ..store.write import check_version, make_parents, note_lock, remove_folders, write_failure
 from ..timefmt import iso, now
 from .relink import spell_markdown_path, stamp_updated
+from .write import save_note
 
 #: Characters a link target cannot hold: they end it or start its heading, block or alias part.
 LINK_SYNTAX = "[]|#"
@@ -68,7 +61,7 @@ def _read_existing(ref: NoteRef, verb: str) -> bytes:
     except IsADirectoryError:
         raise InvalidId(f"cannot {verb} note {quote(ref.id)}: it is a folder") from None
     except OSError as exc:
-        raise _write_failure(ref.id, exc, verb) from None
+        raise write_failure(ref.id, exc, verb) from None
 
 
 def _check_version(ref: NoteRef, verb: str, base_version: str | None, current: str) -> None:
@@ -107,7 +100,7 @@ def delete_note(
         except FileNotFoundError:
             raise NotFound(f"cannot delete note {quote(ref.id)}: no such note") from None
         except OSError as exc:
-            raise _write_failure(ref.id, exc, "delete") from None
+            raise write_failure(ref.id, exc, "delete") from None
     sha: str | None = None
     if commit or config.git_auto_commit:
         from ..gitvault.git import commit_notes
@@ -433,7 +426,7 @@ def _rename(
         journal.start(version, sources)
         created: list[str] = []
         try:
-            _make_parents(os.path.dirname(new.path), created)
+            make_parents(os.path.dirname(new.path), created)
             try:
                 if os.path.islink(old.path):
                     _relink(old, new)
@@ -446,14 +439,16 @@ def _rename(
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(old.path)
         except OSError as exc:
-            _remove_folders(created)
+            remove_folders(created)
             journal.finish()
-            raise _write_failure(new.id, exc, "move") from None
+            raise write_failure(new.id, exc, "move") from None
         except BaseException:
-            _remove_folders(created)
+            remove_folders(created)
             journal.finish()
             raise
-    _remember(config, new.id, version)
+    from ..index.index import remember_written
+
+    remember_written(config, new.id, version)
     return version
 
 
@@ -709,7 +704,7 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
         return data
 
     try:
-        update_note(config, ref, transform)
+        save_note(config, ref, transform)
     except _Nothing:
         return 0
     return counted[0]

@@ -159,10 +159,10 @@ class NoteLocks:
         self.held: dict[str, int] = {}
 
     def take(self, paths: list[str]) -> None:
-        from ..store.write import _lock_file
+        from ..store.write import lock_file
 
         for path in sorted(set(paths) - set(self.held)):
-            fd = _lock_file(self.config, path)
+            fd = lock_file(self.config, path)
             deadline = time.monotonic() + LOCK_WAIT_SECONDS
             while True:
                 try:

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config import cache_home, state_home
 from ..errors import UsageError, WatchError
-from ..fswatch.rules import IgnoreRules
+from ..fswatch.rules import IgnoreRules, WatchedRoot
 from ..notes.ids import is_inside
 from .debounce import Debouncer
-from .observation import SessionIds, WatchedRoot, git_toplevel, observe_path, project_name
+from .observation import SessionIds, git_toplevel, observe_path, project_name
 
 if TYPE_CHECKING:
     from ..config import Config
