@@ -56,7 +56,16 @@ NOTES = frozenset(
     | {"fcntl"}
 )
 NOTES_AMEM = frozenset(
-    {"amem.index.index", "amem.notes.links", "amem.notes.parse", "amem.notes.ids", "amem.timefmt"}
+    {
+        "amem.index.index",
+        "amem.index.batch",
+        "amem.index.scan",
+        "amem.index.sql",
+        "amem.notes.links",
+        "amem.notes.parse",
+        "amem.notes.ids",
+        "amem.timefmt",
+    }
     # the cache folder, and the names of the temporary files a scan sweeps away
     | {"amem.cachedir", "amem.atomicfile"}
     # what the index keeps of each note: its search rows, tokens, frontmatter fields and tags

@@ -268,7 +268,7 @@ def test_stats_counts_notes_terms_and_bytes(config: Config) -> None:
 
 
 def test_resolver_lookups_by_key_return_every_spelling(config: Config) -> None:
-    from amem.index.index import _IndexResolver
+    from amem.index.batch import IndexResolver as _IndexResolver
     from amem.notes.links import link_key
 
     for note_id in ("Internal links.md", "internal LINKS.md", "docs/Internal Links.md", "Cafe\u0301.md"):

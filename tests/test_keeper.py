@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import amem.index.index
+import amem.index.scan
 from amem.config import Config, load_config
 from amem.index import keeper_client
 from amem.index.index import VaultIndex
@@ -72,7 +73,7 @@ class WalkCounter:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = amem.index.index.scan_vault
+        real = amem.index.scan.scan_vault
         real_quick = amem.index.index.VaultIndex._quick_scan
 
         def counting(config: Any) -> Any:
@@ -83,7 +84,7 @@ class WalkCounter:
             self.count += 1
             return real_quick(index)
 
-        monkeypatch.setattr(amem.index.index, "scan_vault", counting)
+        monkeypatch.setattr("amem.index.index.scan_vault", counting)  # where refresh looks it up
         monkeypatch.setattr(amem.index.index.VaultIndex, "_quick_scan", counting_quick)
 
 

@@ -93,7 +93,7 @@ def test_writer_killed_mid_write_leaves_old_or_new_note(isolated_env: Path, vaul
     body = parse_note(note.read_text()).body
     assert len(body) == 2_000_000 and len(set(body)) == 1  # one whole version, never a mix
     from amem.config import load_config
-    from amem.index.index import scan_vault
+    from amem.index.scan import scan_vault
     from amem.ops.write import write_note
 
     config = load_config()

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from amem.config import Config, load_config
-from amem.index.index import RACY_NS, VaultIndex
+from amem.index.index import VaultIndex
+from amem.index.scan import RACY_NS
 from amem.index.search import search
 from amem.index.tokenize import Query, field_text, terms_of, title_key, word_runs
 from amem.report import Progress, Reporter, StderrReporter

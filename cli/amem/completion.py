@@ -67,7 +67,8 @@ def vault_note_ids(config: Config) -> list[str]:
     fast on large vaults); otherwise by listing the vault, because building the whole index (reading
     and parsing every note) would make the first TAB in a big vault take seconds. The first `read` or
     `search` builds the index."""
-    from .index.index import VaultIndex, scan_vault
+    from .index.index import VaultIndex
+    from .index.scan import scan_vault
 
     index = VaultIndex(config)
     if not index.path.exists():

@@ -366,7 +366,7 @@ def sync_changes(
     have no row, and `gone`, ids whose rows go. The tables must exist (`_prepare`)."""
     import numpy as np
 
-    from .index import select_in
+    from .sql import select_in
 
     if gone:
         _write(conn, [], [], list(gone))
@@ -559,7 +559,7 @@ class SearchRanker:
             semantic = self._rank(query, where)
             if self.embedder is None:
                 return list(keyword), total
-        from .index import select_in
+        from .sql import select_in
 
         docs = [doc for doc, _ in keyword]
         rowid = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})", semantic))

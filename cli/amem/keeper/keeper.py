@@ -407,7 +407,7 @@ def _index_rules(config: Config, root: str) -> IgnoreRules:
     indexHiddenDirs), plus the keeper's cookie folder; files are all reported, the keeper sorts them. (The
     watcher's own defaults would skip folders the index lists, such as build/ and dist/.)"""
     from ..fswatch.rules import IgnoreRules
-    from ..index.index import ALWAYS_SKIPPED
+    from ..index.scan import ALWAYS_SKIPPED
 
     skipped = set(ALWAYS_SKIPPED) | set(config.exclude_dirs)
     hidden = bool(config.index_hidden_dirs)

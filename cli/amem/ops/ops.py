@@ -644,7 +644,7 @@ def _commit_move(
 
 def _indexed(config: Config, note_id: str) -> bool:
     """Whether scans index a note at `note_id` (its folders are neither skipped nor excluded)."""
-    from ..index.index import ALWAYS_SKIPPED
+    from ..index.scan import ALWAYS_SKIPPED
 
     for folder in note_id.split("/")[:-1]:
         if folder in ALWAYS_SKIPPED or folder in config.exclude_dirs:

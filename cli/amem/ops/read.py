@@ -145,7 +145,7 @@ def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, 
     stats = index.refresh(thorough=False)
     if not stats.busy or index.complete():
         return index.resolve, False
-    from ..index.index import scan_vault
+    from ..index.scan import scan_vault
     from ..notes.links import LinkResolver, resolve_stored
 
     reporter.warn(
