@@ -403,9 +403,20 @@ class VaultIndex:
         (thorough), or of the folders that were listed again or vanished (quick); plus, always, the
         racily recent notes, whose content is compared, and the notes that could not be indexed, which
         are tried again (their problem may be gone with no visible change)."""
+        diff = _Diff()
+        rows, candidates, known_dirs = self._rows_to_compare(scan, diff)
+        known = {row[1]: row for row in rows}
+        self._check_racy(scan, self._compare(scan, known, diff), diff)
+        on_disk = scan.files
+        diff.to_index.extend(note_id for note_id in candidates if note_id in on_disk and note_id not in known)
+        self._retry_problems(scan, diff)
+        diff.dirs_changed = known_dirs != scan.dirs
+        return diff
+
+    def _rows_to_compare(self, scan: VaultScan, diff: _Diff) -> tuple[list[Any], Iterable[str], dict[str, int]]:
+        """The index rows the scan may differ from, the ids that may be new, and the folders as last seen."""
         conn = self.conn
         columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
-        diff = _Diff()
         rows = conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall()
         candidates: Iterable[str] = scan.files
         snapshot = self._snapshot() if scan.listed is None else None
@@ -413,19 +424,23 @@ class VaultIndex:
             # Folder mtimes only steer quick refreshes; a thorough one lists every folder anyway.
             known_files, known_dirs = snapshot
             files = scan.files
-            candidates = [i for i, seen in files.items() if known_files.get(i) != seen]
-            candidates += [i for i in known_files if i not in files]
-            rows += select_in(conn, f"{columns} WHERE id IN ({{}})", candidates)
-            diff.snapshot_stale = bool(candidates) or known_dirs != scan.dirs
+            changed = [i for i, seen in files.items() if known_files.get(i) != seen]
+            changed += [i for i in known_files if i not in files]
+            rows += select_in(conn, f"{columns} WHERE id IN ({{}})", changed)
+            diff.snapshot_stale = bool(changed) or known_dirs != scan.dirs
+            return rows, changed, known_dirs
+        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
+        diff.snapshot_stale = scan.listed is None
+        if scan.listed is None:
+            rows = conn.execute(columns).fetchall()
         else:
-            known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
-            diff.snapshot_stale = scan.listed is None
-            if scan.listed is None:
-                rows = conn.execute(columns).fetchall()
-            else:
-                folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
-                rows += select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
-        known = {row[1]: row for row in rows}
+            folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
+            rows += select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
+        return rows, candidates, known_dirs
+
+    @staticmethod
+    def _compare(scan: VaultScan, known: dict[str, Any], diff: _Diff) -> list[Any]:
+        """Note the removed and changed notes among the rows in `diff`; return the racily recent rows."""
         on_disk = scan.files
         racy = []
         for note_id, row in known.items():
@@ -439,11 +454,7 @@ class VaultIndex:
                     continue
             if row[4] is not None:
                 racy.append(row)
-        self._check_racy(scan, racy, diff)
-        diff.to_index.extend(note_id for note_id in candidates if note_id in on_disk and note_id not in known)
-        self._retry_problems(scan, diff)
-        diff.dirs_changed = known_dirs != scan.dirs
-        return diff
+        return racy
 
     def _retry_problems(self, scan: VaultScan, diff: _Diff) -> None:
         """Notes stored as unreadable whose file now reads and decodes: index them again."""
