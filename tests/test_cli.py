@@ -113,7 +113,7 @@ def test_vault_flag(amem: Any, isolated_env: Path) -> None:
 
 
 def test_internal_errors_are_json_not_tracebacks(amem: Any, vault: Path, monkeypatch: Any) -> None:
-    from amem.vault import read as read_module
+    from amem.ops import read as read_module
 
     def explode(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("boom")

@@ -14,7 +14,7 @@ import pytest
 from amem.cli import cli
 from amem.completion import COMPLETE_VAR, AmemBashComplete, id_candidates
 from amem.config import load_config
-from amem.vault.index import VaultIndex
+from amem.index.index import VaultIndex
 
 from .conftest import write_file
 from .installed import amem_bin, path_with

@@ -36,7 +36,7 @@ def complete(vault: Path, incomplete: str) -> list[str]:
 
 
 def test_may_read_is_true_only_inside_the_real_vault(tmp_path: Path) -> None:
-    from amem.vault.paths import may_read
+    from amem.notes.ids import may_read
 
     vault, outside = tmp_path / "vault", tmp_path / "outside"
     write_file(vault / "a.md", "a")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from amem.config import load_config
-from amem.vault.notes import parse_note, version_of
-from amem.vault.write import note_lock
+from amem.notes.parse import parse_note, version_of
+from amem.store.write import note_lock
 from tests.conftest import write_file
 from tests.gitrepo import commit_all, git, init_repo, set_identity
 

@@ -229,12 +229,12 @@ def test_every_exit_code_is_in_the_readme_the_reference_and_the_man_page() -> No
 
 
 def _internal_failure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
-    import amem.vault.read
+    import amem.ops.read
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(amem.vault.read, "read_note", broken)
+    monkeypatch.setattr(amem.ops.read, "read_note", broken)
     return ["read", "x"]
 
 
@@ -261,12 +261,12 @@ def _cache_folder_is_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 
 def _ctrl_c(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
-    import amem.vault.read
+    import amem.ops.read
 
     def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(amem.vault.read, "read_note", interrupted)
+    monkeypatch.setattr(amem.ops.read, "read_note", interrupted)
     return ["read", "x"]
 
 

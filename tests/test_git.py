@@ -16,10 +16,11 @@ import pytest
 
 from amem.config import Config
 from amem.errors import GitError
+from amem.gitvault import git as amem_git
+from amem.notes.parse import version_of
+from amem.ops.restore import restore_note
+from amem.ops.write import write_note
 from amem.report import CollectingReporter
-from amem.vault import git as amem_git
-from amem.vault.notes import version_of
-from amem.vault.write import write_note
 from tests.gitrepo import commit_all, git, init_repo, set_identity
 
 
@@ -172,7 +173,7 @@ def test_a_failed_commit_still_says_what_was_written(
 
 
 def test_restore_reports_the_commits_warnings(vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
-    from amem.vault.paths import resolve_note
+    from amem.notes.ids import resolve_note
 
     init_repo(vault)
     first = write_note(config, "n", "one", commit=True)
@@ -181,7 +182,7 @@ def test_restore_reports_the_commits_warnings(vault: Path, config: Config, monke
         monkeypatch.delenv(name, raising=False)  # and the isolated HOME has no git config
     reporter = CollectingReporter()
     current = version_of((vault / "n.md").read_bytes())
-    data = amem_git.restore_note(config, resolve_note(config, "n"), first["commit"], current, True, reporter=reporter)
+    data = restore_note(config, resolve_note(config, "n"), first["commit"], current, True, reporter=reporter)
     assert data["commit"] == head(vault) and data["hash"] == first["commit"]
     assert any("no user identity" in warning for warning in reporter.warnings)
 
@@ -352,7 +353,7 @@ def test_git_module_loads_only_when_needed(vault: Path) -> None:
         "from amem.cli import run\n"
         "assert run(['write', 'n', 'x']) == 0\n"
         "assert run(['read', 'n']) == 0\n"
-        "print(sorted(m for m in ('amem.vault.git', 'amem.info') if m in sys.modules))\n"
+        "print(sorted(m for m in ('amem.gitvault.git', 'amem.info') if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"

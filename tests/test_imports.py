@@ -39,7 +39,11 @@ BASE = frozenset(
         "click",
     }
 )
-AMEM_BASE = frozenset(
+#: The layers' packages hold only their docstrings, so loading one costs nothing.
+LAYERS = frozenset(
+    {"amem.notes", "amem.store", "amem.gitvault", "amem.fswatch", "amem.index", "amem.keeper", "amem.ops"}
+)
+AMEM_BASE = LAYERS | frozenset(
     {"amem", "amem.cli", "amem.config", "amem.digest", "amem.errors", "amem.output", "amem.report", "amem.commands"}
     | {f"amem.commands.{name}" for name in COMMANDS}
 )
@@ -52,16 +56,25 @@ NOTES = frozenset(
     | {"fcntl"}
 )
 NOTES_AMEM = frozenset(
-    {"amem.vault", "amem.vault.index", "amem.vault.links", "amem.vault.notes", "amem.vault.paths", "amem.timefmt"}
+    {
+        "amem.index.index",
+        "amem.index.batch",
+        "amem.index.scan",
+        "amem.index.sql",
+        "amem.notes.links",
+        "amem.notes.parse",
+        "amem.notes.ids",
+        "amem.timefmt",
+    }
     # the cache folder, and the names of the temporary files a scan sweeps away
     | {"amem.cachedir", "amem.atomicfile"}
     # what the index keeps of each note: its search rows, tokens, frontmatter fields and tags
-    | {"amem.vault.fts", "amem.vault.tokenize", "amem.vault.simple_yaml", "amem.vault.tags"}
+    | {"amem.index.fts", "amem.index.tokenize", "amem.notes.simple_yaml", "amem.notes.tags"}
     # the index keeper's sync check: a lock probe and a cookie file, no watcher
-    | {"amem.vault.keeper"}
+    | {"amem.index.keeper_client"}
 )
 #: The search engine: query parsing, ranking and results over the index's full-text tables.
-SEARCH_AMEM = frozenset({"amem.vault.search", "amem.vault.rank"})
+SEARCH_AMEM = frozenset({"amem.index.search", "amem.index.rank"})
 #: git runs in a subprocess.
 GIT = frozenset({"subprocess", "select", "selectors", "signal", "tempfile", "random", "bisect", "copy", "dataclasses"})
 #: Only the watcher pays for file-system events and HTTP.
@@ -84,62 +97,61 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "read": (
         ["read", "x"],
         NOTES,
-        NOTES_AMEM | {"amem.vault.read", "amem.vault.search", "amem.vault.conflicts"},
-        "amem.vault.read",
+        NOTES_AMEM | {"amem.ops.read", "amem.index.search", "amem.notes.conflicts"},
+        "amem.ops.read",
     ),
-    "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.vault.search"),
-    "list": (["list"], NOTES, NOTES_AMEM | {"amem.vault.listing"}, "amem.vault.listing"),
+    "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.index.search"),
+    "list": (["list"], NOTES, NOTES_AMEM | {"amem.index.listing"}, "amem.index.listing"),
     "write": (
         ["write", "x", "more"],
         NOTES | {"fcntl"},
-        NOTES_AMEM | {"amem.vault.write", "amem.vault.search", "amem.atomicfile"},
-        "amem.vault.write",
+        NOTES_AMEM | {"amem.ops.write", "amem.store.write", "amem.index.search"},
+        "amem.ops.write",
     ),
     "history": (
         ["history", "x"],
         GIT | {"fcntl"},
-        frozenset({"amem.vault", "amem.vault.paths", "amem.timefmt", "amem.vault.git"}),
-        "amem.vault.git",
+        frozenset({"amem.notes.ids", "amem.timefmt", "amem.gitvault.git"}),
+        "amem.gitvault.git",
     ),
     "restore": (
         ["restore", "x", "HEAD", "--base-version", "0" * 40],
         NOTES | GIT | {"fcntl"},
-        NOTES_AMEM | {"amem.vault.git", "amem.vault.write", "amem.atomicfile"},
-        "amem.vault.git",
+        NOTES_AMEM | {"amem.ops.restore", "amem.ops.write", "amem.gitvault.git", "amem.store.write"},
+        "amem.ops.restore",
     ),
     "delete": (
         ["delete", "x"],
         NOTES | {"fcntl"},
-        NOTES_AMEM | {"amem.vault.ops", "amem.vault.relink", "amem.vault.write"},
-        "amem.vault.ops",
+        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write"},
+        "amem.ops.ops",
     ),
     "move": (
         ["move", "x", "y"],
         # a move rewrites notes side by side, in threads
         NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
-        NOTES_AMEM | {"amem.vault.ops", "amem.vault.relink", "amem.vault.write", "amem.vault.search"},
-        "amem.vault.ops",
+        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
+        "amem.ops.ops",
     ),
     "sync": (
         ["sync"],
         GIT | {"fcntl", "shlex"},
-        frozenset(
-            {"amem.vault", "amem.vault.paths", "amem.vault.git", "amem.vault.sync", "amem.vault.sync_attributes"}
-        ),
-        "amem.vault.sync",
+        frozenset({"amem.notes.ids", "amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"}),
+        "amem.ops.sync",
     ),
-    "index": (["index"], NOTES, NOTES_AMEM, "amem.vault.index"),
+    "index": (["index"], NOTES, NOTES_AMEM, "amem.index.index"),
     "info": (
         ["info"],
         frozenset({"copy", "dataclasses", "hashlib"}),
-        frozenset({"amem.vault", "amem.vault.paths", "amem.info"}),
+        frozenset({"amem.notes.ids", "amem.info"}),
         "amem.info",
     ),
     "watch": (
         ["watch", "no-such-folder"],
         GIT | WATCH | {"fcntl", "heapq", "base64", "binascii", "bisect", "struct"},
-        frozenset({"amem.vault", "amem.vault.paths", "amem.watcher"})
-        | {f"amem.watcher.{m}" for m in ("debounce", "observation", "observer", "redact", "rules", "service")}
+        frozenset({"amem.notes.ids", "amem.watcher"})
+        | {f"amem.watcher.{m}" for m in ("debounce", "observation", "redact", "service")}
+        | {"amem.fswatch.observer", "amem.fswatch.rules"}
         | {"amem.watcher.sinks", "amem.watcher.spool"},
         "amem.watcher.service",
     ),
@@ -149,8 +161,9 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["mcp"],
         NOTES | GIT | WATCH | MCP_SDK,
         NOTES_AMEM
-        | {"amem.mcp_server", "amem.watcher", "amem.vault.keeperdir", "amem.vault.keeper_requests"}
-        | {f"amem.watcher.{m}" for m in ("observation", "observer", "redact", "rules")},
+        | {"amem.mcp_server", "amem.watcher", "amem.keeper.keeper", "amem.keeper.folder", "amem.keeper.requests"}
+        | {f"amem.watcher.{m}" for m in ("observation", "redact")}
+        | {"amem.fswatch.observer", "amem.fswatch.rules"},
         "amem.mcp_server",
     ),
 }

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from amem.config import Config
-from amem.vault.index import VaultIndex
+from amem.index.index import VaultIndex
 from tests.conftest import write_file
 
 PAST = time.time() - 3600
@@ -268,8 +268,8 @@ def test_stats_counts_notes_terms_and_bytes(config: Config) -> None:
 
 
 def test_resolver_lookups_by_key_return_every_spelling(config: Config) -> None:
-    from amem.vault.index import _IndexResolver
-    from amem.vault.links import link_key
+    from amem.index.batch import IndexResolver as _IndexResolver
+    from amem.notes.links import link_key
 
     for note_id in ("Internal links.md", "internal LINKS.md", "docs/Internal Links.md", "Cafe\u0301.md"):
         write_file(config.vault_root / note_id, "x")

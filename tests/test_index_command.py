@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from amem.config import Config
-from amem.vault.index import VaultIndex
+from amem.index.index import VaultIndex
 from tests.conftest import write_file
 
 FIELDS = {"notes", "terms", "bytes", "built", "refreshed", "took"}

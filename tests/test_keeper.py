@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-import amem.vault.index
+import amem.index.index
+import amem.index.scan
 from amem.config import Config, load_config
-from amem.vault import keeper as keeper_module
-from amem.vault.index import VaultIndex
-from amem.vault.keeper import SYNC_DIR, synced
-from amem.vault.read import read_note
-from amem.vault.search import search
+from amem.index import keeper_client
+from amem.index.index import VaultIndex
+from amem.index.keeper_client import SYNC_DIR, synced
+from amem.index.search import search
+from amem.ops.read import read_note
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo
 from tests.test_index import snapshot
@@ -72,8 +73,8 @@ class WalkCounter:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        real = amem.vault.index.scan_vault
-        real_quick = amem.vault.index.VaultIndex._quick_scan
+        real = amem.index.scan.scan_vault
+        real_quick = amem.index.index.VaultIndex._quick_scan
 
         def counting(config: Any) -> Any:
             self.count += 1
@@ -83,8 +84,8 @@ class WalkCounter:
             self.count += 1
             return real_quick(index)
 
-        monkeypatch.setattr(amem.vault.index, "scan_vault", counting)
-        monkeypatch.setattr(amem.vault.index.VaultIndex, "_quick_scan", counting_quick)
+        monkeypatch.setattr("amem.index.index.scan_vault", counting)  # where refresh looks it up
+        monkeypatch.setattr(amem.index.index.VaultIndex, "_quick_scan", counting_quick)
 
 
 def wait_until_stopped(pid: int) -> None:
@@ -241,7 +242,7 @@ def test_a_killed_keeper_means_a_walk_and_a_correct_answer(
 def test_a_wedged_keeper_means_a_walk_after_a_bounded_wait(
     vault: Path, keeper: KeeperProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(keeper_module, "ACK_TIMEOUT", 0.3)
+    monkeypatch.setattr(keeper_client, "ACK_TIMEOUT", 0.3)
     config = load_config()
     keeper.proc.send_signal(signal.SIGSTOP)
     wait_until_stopped(keeper.proc.pid)  # stopped idle: one stopped inside a transaction would block writers

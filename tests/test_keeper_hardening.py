@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from amem.config import load_config
-from amem.vault import semantic
-from amem.vault.keeper import INFO_FILE, SOCKET_FILE, SYNC_DIR
+from amem.index import semantic
+from amem.index.keeper_client import INFO_FILE, SOCKET_FILE, SYNC_DIR
 from tests.conftest import write_file
 from tests.gitrepo import commit_all, git, set_identity
 from tests.test_keeper import KeeperProcess, start_keeper
@@ -294,7 +294,7 @@ def test_the_keepers_warnings_name_no_host_path(tmp_path: Path, vault: Path) -> 
 
 
 def test_clients_beyond_the_limit_are_told_at_once_and_the_keeper_serves_on(ranking_keeper: KeeperProcess) -> None:
-    from amem.vault.keeper import MAX_CLIENTS
+    from amem.keeper.keeper import MAX_CLIENTS
 
     silent = []
     try:

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from amem.config import load_config
-from amem.vault import semantic
-from amem.vault.index import VaultIndex
-from amem.vault.keeper import INFO_FILE, LOCK_FILE, SOCKET_FILE
+from amem.index import semantic
+from amem.index.index import VaultIndex
+from amem.index.keeper_client import INFO_FILE, LOCK_FILE, SOCKET_FILE
 from tests.conftest import write_file
 from tests.test_keeper import KeeperProcess, start_keeper
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from amem.vault.links import Link, LinkResolver, extract_links, link_spans, resolution_keys
+from amem.notes.links import Link, LinkResolver, extract_links, link_spans, resolution_keys
 
 
 def targets(body: str) -> list[str]:
@@ -212,7 +212,7 @@ def test_link_spans_locate_each_target_as_written() -> None:
 )
 def test_a_body_without_code_finds_the_same_links_either_way(body: str) -> None:
     """The shortcut for bodies with no code finds what the paragraph-by-paragraph reading finds."""
-    from amem.vault.links import _may_hold_indented_code, _spans_by_paragraph, _spans_in_text
+    from amem.notes.links import _may_hold_indented_code, _spans_by_paragraph, _spans_in_text
 
     if not _may_hold_indented_code(body):
         assert list(_spans_in_text(body, 0, True, True, (".md",))) == list(

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from amem.config import Config
-from amem.vault.listing import list_notes
-from amem.vault.search import search
-from amem.vault.tags import note_tags
+from amem.index.listing import list_notes
+from amem.index.search import search
+from amem.notes.tags import note_tags
 from tests.conftest import write_file
 
 

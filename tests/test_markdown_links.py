@@ -138,7 +138,7 @@ def test_move_adds_updated_in_the_blocks_own_line_ending(vault: Path, run: Any) 
 
 
 def test_a_note_of_many_links_lists_the_first_ones_and_follows_every_target(vault: Path, run: Any) -> None:
-    from amem.vault.read import MAX_LINK_RECORDS
+    from amem.ops.read import MAX_LINK_RECORDS
 
     write_file(vault / "a.md", "# A\n")
     write_file(vault / "z.md", "# Z\n")

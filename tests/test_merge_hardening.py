@@ -7,13 +7,14 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amem.vault.merge import merge_texts
+from amem.gitvault.merge import merge_texts
 from tests.gitrepo import commit_all, git
 from tests.test_sync import amem, clone, identity, remote, sync  # noqa: F401  (fixtures used by name)
 
@@ -101,6 +102,8 @@ def test_an_edit_inside_a_timestamp_section_stays_in_that_section(remote: Path, 
     a, b = two_machines(remote, tmp_path, "first line\n\nsecond line\n\nthird line")
     edit(a, "plan", "second line\n", "second line, edited\n")
     edit(a, "plan", "first line\n", "first line\n\ninserted by A\n")
+    # An append within the second the note was written in shares its heading: wait for the next one.
+    time.sleep(1 - time.time() % 1 + 0.01)
     write(b, "plan", "appended on B")
     sync(a)
     assert sync(b)["conflicts"] == []
@@ -135,7 +138,7 @@ def pull(repo: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_plain_git_pull_keeps_an_edit_in_place_and_marks_a_real_conflict(remote: Path, tmp_path: Path) -> None:  # noqa: F811
     a, b = two_machines(remote, tmp_path, PLAN)
-    assert "amem.vault.merge" in git(b, "config", "merge.amem.driver")
+    assert "amem.gitvault.merge" in git(b, "config", "merge.amem.driver")
     edit(a, "plan", "- use postgres\n", "- use postgres 16\n")
     sync(a)
     write(b, "plan", "appended on B")
@@ -236,7 +239,7 @@ class _History:
         return f"2026-01-01T00:{self.clock // 60:02d}:{self.clock % 60:02d}+00:00"
 
     def append(self, machine: str) -> None:
-        from amem.vault.write import append_text
+        from amem.store.write import append_text
 
         self.counts[machine] += 1
         item = f"{machine}-{self.counts[machine]}"
@@ -353,7 +356,7 @@ def test_random_histories_keep_every_append_once_and_every_edit_under_its_headin
 def test_the_driver_loads_only_the_standard_library() -> None:
     """git starts the driver once per note both sides changed: its start-up is its cost."""
     code = (
-        "import sys; before = set(sys.modules); import amem.vault.merge; "
+        "import sys; before = set(sys.modules); import amem.gitvault.merge; "
         "print('\\n'.join(sorted(set(sys.modules) - before)))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from amem.vault.notes import version_of
+from amem.notes.parse import version_of
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo, set_identity
 from tests.installed import installed_runner

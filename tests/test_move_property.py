@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amem.config import load_config
-from amem.vault.links import LinkResolver, frontmatter_spans, link_spans, markdown_path
-from amem.vault.notes import parse_note
-from amem.vault.ops import move_note
+from amem.notes.links import LinkResolver, frontmatter_spans, link_spans, markdown_path
+from amem.notes.parse import parse_note
+from amem.ops.ops import move_note
 
 FOLDERS = ["", "a/", "A/", "b/c/", "B/c/", "d/e/f/"]
 NAMES = ["foo", "Foo", "bar", "caf\u00e9", "cafe\u0301", "x y"]

@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from amem.vault.notes import note_title, parse_note, render_note, version_of
+from amem.notes.parse import note_title, parse_note, render_note, version_of
 
 
 def test_plain_frontmatter() -> None:
@@ -125,8 +125,8 @@ def test_frontmatter_read_without_yaml_is_what_yaml_reads(lines: list[str]) -> N
     """The subset read without YAML gives exactly what YAML gives, or defers to YAML."""
     import yaml
 
-    from amem.vault.notes import _jsonable, _load_yaml
-    from amem.vault.simple_yaml import simple_frontmatter
+    from amem.notes.parse import _jsonable, _load_yaml
+    from amem.notes.simple_yaml import simple_frontmatter
 
     block = "".join(line + "\n" for line in lines)
     fast = simple_frontmatter(block)

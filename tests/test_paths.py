@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from amem.config import Config
 from amem.errors import InvalidId
-from amem.vault.paths import normalise_id, resolve_note
+from amem.notes.ids import normalise_id, resolve_note
 
 EXT = (".md",)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from amem.vault.notes import parse_note
+from amem.notes.parse import parse_note
 
 AMEM = [sys.executable, "-m", "amem"]
 
@@ -48,7 +48,7 @@ def test_the_console_script_is_installed(isolated_env: Path) -> None:
 WRITER = """
 import sys
 from amem.config import load_config
-from amem.vault.write import write_note
+from amem.ops.write import write_note
 config = load_config()
 worker = sys.argv[1]
 for i in range(int(sys.argv[2])):
@@ -72,7 +72,7 @@ def test_eight_processes_times_hundred_appends_lose_nothing(isolated_env: Path, 
 KILLED_WRITER = """
 import sys
 from amem.config import load_config
-from amem.vault.write import write_note
+from amem.ops.write import write_note
 config = load_config()
 i = 0
 while True:
@@ -93,8 +93,8 @@ def test_writer_killed_mid_write_leaves_old_or_new_note(isolated_env: Path, vaul
     body = parse_note(note.read_text()).body
     assert len(body) == 2_000_000 and len(set(body)) == 1  # one whole version, never a mix
     from amem.config import load_config
-    from amem.vault.index import scan_vault
-    from amem.vault.write import write_note
+    from amem.index.scan import scan_vault
+    from amem.ops.write import write_note
 
     config = load_config()
     assert list(scan_vault(config).files) == ["big.md"]

@@ -10,10 +10,10 @@ import pytest
 
 from amem.config import Config
 from amem.errors import InvalidId, NotFound
+from amem.notes.parse import version_of
+from amem.ops.read import read_note
+from amem.ops.write import write_note
 from amem.report import CollectingReporter
-from amem.vault.notes import version_of
-from amem.vault.read import read_note
-from amem.vault.write import write_note
 from tests.conftest import write_file
 
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from amem.cli import run
 from amem.config import Config, load_config
-from amem.vault.fts import head_text, headings_text, links_text
-from amem.vault.search import is_expired, search
-from amem.vault.tokenize import Query, field_text
+from amem.index.fts import head_text, headings_text, links_text
+from amem.index.search import is_expired, search
+from amem.index.tokenize import Query, field_text
 from tests.conftest import write_file
 
 
@@ -37,7 +37,7 @@ def note(title: str, body: str, extra: str = "") -> str:
 #
 # Computes every note's score from scratch, field by field, with none of the engine's machinery (no
 # FTS5, no SQL, no candidate cut), so that matching, BM25 as FTS5 defines it, the phrase bonus and the
-# graph boost are checked against their definition (see amem.vault.rank). Fields are turned into terms
+# graph boost are checked against their definition (see amem.index.rank). Fields are turned into terms
 # by the same functions the index uses; the tokenizer has tests of its own.
 
 K1, B = 1.2, 0.75
@@ -176,7 +176,7 @@ def test_ranking_equals_the_model_on_a_larger_vault(isolated_env: Path, monkeypa
     boost's candidate cut lifted, the engine must agree with the model exactly."""
     import random
 
-    from amem.vault import rank
+    from amem.index import rank
 
     monkeypatch.setattr(rank, "CANDIDATES", 10**6)
 

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from amem.config import Config, load_config
+from amem.index.index import VaultIndex
+from amem.index.scan import RACY_NS
+from amem.index.search import search
+from amem.index.tokenize import Query, field_text, terms_of, title_key, word_runs
 from amem.report import Progress, Reporter, StderrReporter
-from amem.vault.index import RACY_NS, VaultIndex
-from amem.vault.search import search
-from amem.vault.tokenize import Query, field_text, terms_of, title_key, word_runs
 from tests.conftest import write_file
 
 # --- tokenizer ---------------------------------------------------------------------------------------
@@ -109,8 +110,8 @@ def test_title_key_folds_form_case_and_separators() -> None:
 def test_simple_frontmatter_gives_what_yaml_gives_or_defers_to_it() -> None:
     import yaml
 
-    from amem.vault.notes import _jsonable, _load_yaml
-    from amem.vault.simple_yaml import simple_frontmatter
+    from amem.notes.parse import _jsonable, _load_yaml
+    from amem.notes.simple_yaml import simple_frontmatter
 
     blocks = [
         "title: Hello World\ntags: [a, b-c, 2026]\ncreated: 2025-03-04\n",
@@ -395,7 +396,7 @@ def test_a_build_killed_halfway_resumes_where_it_stopped(vault: Path, config: Co
 def test_read_does_not_wait_for_another_process_refreshing(vault: Path, config: Config, isolated_env: Path) -> None:
     import fcntl
 
-    from amem.vault.read import read_note
+    from amem.ops.read import read_note
 
     write_file(vault / "a.md", "# A\n[[b]]\n")
     write_file(vault / "b.md", "# B\n")

@@ -16,10 +16,10 @@ import pytest
 
 from amem.config import load_config
 from amem.errors import ConfigError
+from amem.index import semantic
+from amem.index.index import VaultIndex
+from amem.index.search import search
 from amem.report import CollectingReporter, Reporter
-from amem.vault import semantic
-from amem.vault.index import VaultIndex
-from amem.vault.search import search
 from tests.conftest import write_file
 
 needs_model = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
@@ -110,7 +110,7 @@ _PROBE = (
     "import amem.cli\n"
     "code = amem.cli.run(sys.argv[1:])\n"
     "loaded = sorted(m for m, v in sys.modules.items() if v is not None"
-    " and (m.split('.')[0] in ('numpy', 'wordllama', 'tokenizers') or m == 'amem.vault.semantic'))\n"
+    " and (m.split('.')[0] in ('numpy', 'wordllama', 'tokenizers') or m == 'amem.index.semantic'))\n"
     "print(code, loaded, file=sys.stderr)\n"
 )
 

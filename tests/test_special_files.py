@@ -128,7 +128,7 @@ def test_the_mcp_tools_refuse_a_fifo(isolated_env: Path, fifo_vault: dict[str, s
 def test_opening_a_note_that_became_a_fifo_does_not_wait_for_a_writer(tmp_path: Path) -> None:
     """The race behind every check above: a note replaced by a FIFO between a stat and the open. The one
     opener of note files refuses it at once instead of waiting for a writer that never comes."""
-    from amem.vault.paths import NotARegularFile, read_regular
+    from amem.notes.ids import NotARegularFile, read_regular
 
     fifo = tmp_path / "raced.md"
     os.mkfifo(fifo)

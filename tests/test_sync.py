@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from amem.config import load_config
-from amem.vault.merge import merge_texts
-from amem.vault.write import append_text, write_note
+from amem.gitvault.merge import merge_texts
+from amem.ops.write import write_note
+from amem.store.write import append_text
 from tests.gitrepo import commit_all, git, init_repo, set_identity
 
 AMEM = [sys.executable, "-m", "amem"]
@@ -331,7 +332,7 @@ def test_a_plain_git_pull_merges_appends_through_the_registered_driver(remote: P
     append(a, "log", "start")
     sync(a)
     sync(b)  # registers the driver in B's repository config
-    assert "amem.vault.merge" in git(b, "config", "merge.amem.driver")
+    assert "amem.gitvault.merge" in git(b, "config", "merge.amem.driver")
     append(a, "log", "appended on A")
     sync(a)
     append(b, "log", "appended on B")

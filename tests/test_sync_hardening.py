@@ -321,7 +321,7 @@ def test_a_lock_amem_cannot_prove_its_own_is_reported_as_git_does(remote: Path, 
 WRITER = """
 import sys, time
 from amem.config import load_config
-from amem.vault.write import write_note
+from amem.ops.write import write_note
 config = load_config(vault=sys.argv[1])
 name, stop, count = sys.argv[2], sys.argv[3], 0
 import os

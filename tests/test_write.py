@@ -12,9 +12,9 @@ import pytest
 
 from amem.config import Config
 from amem.errors import Conflict, InvalidId, IoError, NotFound, UsageError
-from amem.vault import write as write_module
-from amem.vault.notes import parse_note, version_of
-from amem.vault.write import write_note
+from amem.notes.parse import parse_note, version_of
+from amem.ops import write as write_module
+from amem.ops.write import write_note
 
 STAMP = re.compile(r"^## \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$", re.M)
 
@@ -261,7 +261,7 @@ def test_failed_rename_leaves_no_temporary_and_no_new_folder(config: Config, mon
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("amem.vault.write.os.replace", broken_replace)
+    monkeypatch.setattr("amem.store.write.os.replace", broken_replace)
     with pytest.raises(IoError) as info:
         write_note(config, "new/folder/n", "x")
     assert info.value.message == 'cannot write note "new/folder/n.md": No space left on device'

@@ -90,7 +90,7 @@ class AppContext:
             config = load_config(config_file=self.config_flag, vault=self.vault_flag, flags=flags)
             for message in config.warnings:
                 self.reporter.warn(message)
-            from .vault.paths import vault_problem
+            from .notes.ids import vault_problem
 
             problem = vault_problem(config)
             current = click.get_current_context(silent=True)

@@ -67,7 +67,8 @@ def vault_note_ids(config: Config) -> list[str]:
     fast on large vaults); otherwise by listing the vault, because building the whole index (reading
     and parsing every note) would make the first TAB in a big vault take seconds. The first `read` or
     `search` builds the index."""
-    from .vault.index import VaultIndex, scan_vault
+    from .index.index import VaultIndex
+    from .index.scan import scan_vault
 
     index = VaultIndex(config)
     if not index.path.exists():
@@ -110,7 +111,7 @@ def id_candidates(ids: list[str], incomplete: str, extensions: tuple[str, ...]) 
 def short_id(note_id: str, extensions: tuple[str, ...]) -> str:
     """`note_id` without the first configured extension, if amem reads that back as the same note."""
     from .errors import InvalidId
-    from .vault.paths import normalise_id
+    from .notes.ids import normalise_id
 
     first = extensions[0] if extensions else ""
     if not first or not note_id.endswith(first) or len(note_id) == len(first):

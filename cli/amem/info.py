@@ -15,7 +15,7 @@ from typing import Any
 
 from . import __version__
 from .config import Config
-from .vault.paths import is_inside, vault_problem
+from .notes.ids import is_inside, vault_problem
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from pydantic import Field
 from . import __version__
 from .config import Config
 from .errors import AmemError, InternalError, UsageError, WatchError
+from .keeper.keeper import Keeper
 from .report import CollectingReporter, Reporter
-from .vault.keeper import Keeper
 
 logger = logging.getLogger("amem.mcp")
 
@@ -120,7 +120,7 @@ def wiki_read(
     merge them by hand. Every linked
     note's whole body is returned, so a long note or a densely linked one costs many tokens: use depth=0
     when you need only this note, and wiki_search first when you do not know which note to read."""
-    from .vault.read import read_note
+    from .ops.read import read_note
 
     return read_note(config, id, depth, reporter=_reporter())
 
@@ -157,7 +157,7 @@ def wiki_search(
     `expired` flag and a short snippet; `total` counts every match before the cap, and `truncated` is true
     when the cap cut the list (raise maxResults or refine the query). Cheap: use it before wiki_read, and
     before asking the user which note they mean."""
-    from .vault.search import search
+    from .index.search import search
 
     return search(
         config, query, limit=maxResults, exact_title=exactTitle, tags=tags or (), folder=folder, reporter=_reporter()
@@ -185,7 +185,7 @@ def wiki_list(
     Returns {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}: `total` counts every note
     that matched before the limit. Use it to see what a folder holds or what was changed lately
     (sort=modified); use wiki_search to find notes by what they say."""
-    from .vault.listing import list_notes
+    from .index.listing import list_notes
 
     return list_notes(config, prefix, tags=tags or (), sort=sort, limit=limit, reporter=_reporter())
 
@@ -220,7 +220,7 @@ def wiki_write(
     `version` fingerprints what was written: pass it as baseVersion on your next write of this note,
     without reading it again. Pass the version from wiki_read as baseVersion whenever you change a note
     someone else may edit; on `conflict`, read the note again and redo your change on its new content."""
-    from .vault.write import write_note
+    from .ops.write import write_note
 
     return write_note(
         config,
@@ -250,7 +250,7 @@ def wiki_delete(
     Returns {id, version, commit}: `version` is the removed content's (wiki_restore can bring it back from
     git when the vault commits writes), `commit` the new commit's hash, or null. Pass baseVersion whenever
     someone else may have changed the note since you read it."""
-    from .vault.ops import delete_note
+    from .ops.ops import delete_note
 
     return delete_note(config, id, baseVersion, _reporter())
 
@@ -274,7 +274,7 @@ def wiki_move(
     uniquely; links in code are never touched; each rewritten note gets `updated`. Returns {id, from,
     version, rewritten: [{id, links}], commit}. If the call is interrupted, the same call again finishes the
     rewriting."""
-    from .vault.ops import move_note
+    from .ops.ops import move_note
 
     return move_note(config, id, newId, baseVersion, _reporter())
 
@@ -289,8 +289,8 @@ def wiki_history(
 
     Returns {id, commits: [{hash, date, message, author}]}. Needs the vault to be in a git repository.
     A hash from this list can be given to wiki_restore."""
-    from .vault.git import note_history
-    from .vault.paths import resolve_note
+    from .gitvault.git import note_history
+    from .notes.ids import resolve_note
 
     return note_history(config, resolve_note(config, id), limit)
 
@@ -307,8 +307,8 @@ def wiki_restore(
     baseVersion is required: the note's current version from wiki_read; a stale one fails with code
     `conflict` and changes nothing. Returns {id, hash, version, commit}: `version` is the note's new
     version, `commit` the new commit's hash when the vault commits writes to git, else null."""
-    from .vault.git import restore_note
-    from .vault.paths import resolve_note
+    from .notes.ids import resolve_note
+    from .ops.restore import restore_note
 
     return restore_note(config, resolve_note(config, id), hash, baseVersion, False, reporter=_reporter())
 
@@ -466,7 +466,7 @@ def serve(config: Config) -> None:
     keeper = _VaultKeeper(config)
     terminated = False
     if config.semantic:
-        from .vault import semantic
+        from .index import semantic
 
         semantic.KEEP_VECTORS = True  # a long-lived process: the vectors stay in memory between searches
 

@@ -78,8 +78,8 @@ def bench(n: int, runs: int, work: Path) -> None:
         sys.path.insert(0, str(Path(__file__).parents[2] / "cli"))
         os.environ.update(XDG_CACHE_HOME=env["XDG_CACHE_HOME"], AMEM_VAULT=env["AMEM_VAULT"])
         from amem.config import load_config
-        from amem.vault.index import VaultIndex
-        from amem.vault.keeper import synced
+        from amem.index.index import VaultIndex
+        from amem.index.keeper_client import synced
 
         config = load_config()
         original = note.read_bytes()

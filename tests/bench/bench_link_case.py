@@ -18,7 +18,7 @@ import time
 import unicodedata
 
 import amem
-from amem.vault.links import LinkResolver
+from amem.notes.links import LinkResolver
 
 _WORDS = (
     "internal",

@@ -40,10 +40,10 @@ def in_process(vault: Path, cache: Path, runs: int, model: str) -> dict[str, flo
     """Embedding speed and warm query times inside this process (the model stays loaded)."""
     os.environ["XDG_CACHE_HOME"] = str(cache)
     from amem.config import load_config
+    from amem.index import semantic
+    from amem.index.index import VaultIndex
+    from amem.index.search import search
     from amem.report import Reporter
-    from amem.vault import semantic
-    from amem.vault.index import VaultIndex
-    from amem.vault.search import search
 
     config = load_config(env={}, vault=vault, cwd=vault)
     index = VaultIndex(config)
@@ -101,7 +101,7 @@ def in_process(vault: Path, cache: Path, runs: int, model: str) -> dict[str, flo
 
 
 def model_load(runs: int, model: str) -> None:
-    code = f"from amem.vault import semantic; semantic.load_embedder({model!r})"
+    code = f"from amem.index import semantic; semantic.load_embedder({model!r})"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     load, bare = [], []
     for _ in range(runs):

@@ -49,7 +49,7 @@ def farm(cwd: Path, command: list[str], versus: str, runs: int, env: dict[str, s
 
 def append_all(vault: Path, names: list[str], text: str) -> None:
     from amem.config import load_config
-    from amem.vault.write import write_note
+    from amem.ops.write import write_note
 
     config = load_config(vault=str(vault))
     for name in names:

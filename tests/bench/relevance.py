@@ -16,7 +16,7 @@ sets live in tests/bench/queries/ as JSON lines `{"query": …, "relevant": [not
 by hand and never regenerated). Each ranker is a function query → note ids, best first; the table gives
 MRR@10, recall@1 and recall@5 per corpus, set and ranker, and `--json` prints the same numbers as JSON.
 
-Rankers: `amem` calls the public `amem.vault.search.search()` on the vault (so it follows whatever engine
+Rankers: `amem` calls the public `amem.index.search.search()` on the vault (so it follows whatever engine
 stands behind it), `amem-cli` runs the installed `amem search` per query (slow, whole process), and `fts5`
 is stdlib sqlite3 FTS5 `bm25()` over id, title and body, with Chinese, Japanese and Korean text pre-split
 into single characters and bigrams. More rankers register through `RANKERS`.
@@ -75,8 +75,8 @@ def clean_heading(text: str) -> str:
 
 def headings_of(text: str, level: int) -> list[str]:
     """The level-`level` ATX headings of a note, outside fenced code, cleaned."""
-    from amem.vault.links import prose_lines
-    from amem.vault.notes import parse_note
+    from amem.notes.links import prose_lines
+    from amem.notes.parse import parse_note
 
     marker = "#" * level + " "
     found = []
@@ -165,7 +165,7 @@ def amem_config(vault: Path, scratch: Path, **overrides: Any) -> Any:
 
 def search_ranker(config: Any, **options: Any) -> Ranker:
     """A ranker calling amem's public search() on `config`, with extra keyword `options` when given."""
-    from amem.vault.search import search
+    from amem.index.search import search
 
     def rank(query: str) -> list[str]:
         result = search(config, query, limit=DEPTH, **options)
@@ -227,7 +227,7 @@ def fts_query_terms(text: str) -> list[str]:
 def fts5_baseline(vault: Path, scratch: Path) -> Ranker:
     """Plain SQLite FTS5: one row per note (id, title, body), unicode61 over pre-split text, bm25() ranking,
     query words OR-ed."""
-    from amem.vault.notes import note_title, parse_note
+    from amem.notes.parse import note_title, parse_note
 
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE docs USING fts5(id, title, body, tokenize='unicode61')")
@@ -263,9 +263,9 @@ def semantic_factory(model: str, mode: str) -> Factory:
     same weighted reciprocal-rank fusion search() uses, with FUSION's constant and semantic weight."""
 
     def factory(vault: Path, scratch: Path) -> Ranker:
+        from amem.index import semantic
+        from amem.index.index import VaultIndex
         from amem.report import Reporter
-        from amem.vault import semantic
-        from amem.vault.index import VaultIndex
 
         config = amem_config(vault, scratch)
         index = VaultIndex(config)
@@ -294,8 +294,8 @@ def semantic_factory(model: str, mode: str) -> Factory:
 
 def keyword_deep(config: Any, query: str) -> list[str]:
     """amem's keyword ranking as deep as fusion takes it."""
-    from amem.vault.search import search
-    from amem.vault.semantic import FUSION_DEPTH
+    from amem.index.search import search
+    from amem.index.semantic import FUSION_DEPTH
 
     return [hit["id"] for hit in search(config, query, limit=FUSION_DEPTH, semantic=False)["hits"]]
 
@@ -387,7 +387,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--semantic-weight", type=float, help="semantic weight of the fused: rankers")
     args = parser.parse_args(argv)
     try:
-        from amem.vault import semantic
+        from amem.index import semantic
     except ImportError:  # an amem without semantic ranking: only the keyword rankers can run
         pass
     else:

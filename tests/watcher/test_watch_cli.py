@@ -51,7 +51,7 @@ def test_environment_lists_are_trimmed_and_cli_roots_replace_them(
 
 
 def test_env_regexes_are_used_as_regexes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from amem.watcher.rules import IgnoreRules
+    from amem.fswatch.rules import IgnoreRules
 
     monkeypatch.setenv("AGENTMEMORY_FS_WATCH_IGNORE", r"foo$,^bar/")
     options = watch_options([str(tmp_path)])

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from amem.fswatch.rules import IgnoreRules, WatchedRoot
 from amem.watcher.observation import (
     MAX_PREVIEW_BYTES,
     SessionIds,
-    WatchedRoot,
     cut_utf8,
     git_toplevel,
     is_text_file,
@@ -24,7 +24,6 @@ from amem.watcher.observation import (
     observe_path,
     project_name,
 )
-from amem.watcher.rules import IgnoreRules
 
 from ..conftest import write_file
 

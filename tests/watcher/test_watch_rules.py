@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from amem.watcher.rules import IgnoreRules
+from amem.fswatch.rules import IgnoreRules
 
 from ..conftest import write_file
 

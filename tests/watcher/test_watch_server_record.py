@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import requests
 
-from amem.watcher.observation import TITLE_LIMIT, WatchedRoot, observe_path, server_type
-from amem.watcher.rules import IgnoreRules
+from amem.fswatch.rules import IgnoreRules, WatchedRoot
+from amem.watcher.observation import TITLE_LIMIT, observe_path, server_type
 
 from ..conftest import write_file
 from .agentmemory_standin import (

@@ -26,8 +26,8 @@ def command(app: AppContext, note_id: str, limit: int | None) -> None:
     Uses the git repository holding the vault (the vault's own, or a project's that contains it).
     A hash from this list can be given to `amem restore`.
     """
-    from ..vault.git import note_history
-    from ..vault.paths import resolve_note
+    from ..gitvault.git import note_history
+    from ..notes.ids import resolve_note
 
     config = app.config
     emit(note_history(config, resolve_note(config, note_id), limit))

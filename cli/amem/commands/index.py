@@ -12,7 +12,7 @@ from ..output import emit
 from . import Command
 
 if TYPE_CHECKING:
-    from ..vault.keeper import Keeper
+    from ..keeper.keeper import Keeper
 
 
 @click.command(
@@ -44,14 +44,14 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
     vault. One keeper per vault; a second one exits with an error. If the keeper dies, commands check the
     notes themselves again.
     """
-    from ..vault.index import VaultIndex
+    from ..index.index import VaultIndex
 
     config = app.config
     started = time.monotonic()
     keeper = None
     reporter = app.reporter
     if watch:
-        from ..vault.keeper import Keeper
+        from ..keeper.keeper import Keeper
 
         keeper = Keeper(config, app.reporter)
         reporter = keeper.reporter  # what a keeper says names no host path

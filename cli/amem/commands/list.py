@@ -41,6 +41,6 @@ def command(app: AppContext, prefix: str | None, tags: tuple[str, ...], sort: st
 
     Prints {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}.
     """
-    from ..vault.listing import list_notes
+    from ..index.listing import list_notes
 
     emit(list_notes(app.config, prefix, tags=tags, sort=sort, limit=limit, reporter=app.reporter))

@@ -32,6 +32,6 @@ def command(app: AppContext, note_id: str, depth: int | None) -> None:
     ID is vault-relative; the extension may be left out (notes/x means notes/x.md). `conflict` is true
     while a conflict copy left by `amem sync` (NOTE.conflict-COMMIT.md) lies beside the note.
     """
-    from ..vault.read import read_note
+    from ..ops.read import read_note
 
     emit(read_note(app.config, note_id, depth, reporter=app.reporter))

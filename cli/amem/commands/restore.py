@@ -33,9 +33,9 @@ def command(app: AppContext, note_id: str, revision: str, base_version: str, com
     Prints {id, hash, version, commit}: `hash` is the full hash HASH named, `version` the note's new
     version, `commit` the new commit's hash, or null when no commit was made.
     """
-    from ..vault.git import restore_note
-    from ..vault.paths import resolve_note
-    from ..vault.write import check_version
+    from ..notes.ids import resolve_note
+    from ..ops.restore import restore_note
+    from ..store.write import check_version
 
     config = app.config
     ref = resolve_note(config, note_id)

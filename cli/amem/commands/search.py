@@ -61,7 +61,7 @@ def command(
     Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic}.
     """
     from ..errors import UsageError
-    from ..vault.search import search
+    from ..index.search import search
 
     text = " ".join(query) if query else None
     if text is None and exact_title is None:

@@ -96,7 +96,7 @@ def command(
 
     Prints {id, mode, bytes, version, created}, plus `commit` when a commit was made.
     """
-    from ..vault.write import write_note
+    from ..ops.write import write_note
 
     if append and overwrite:
         raise UsageError("--append and --overwrite cannot be used together: choose one")

@@ -24,13 +24,13 @@ import secrets
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..fswatch.rules import WatchedRoot
 from .redact import REDACTED, redact, redact_prefix
-from .rules import IgnoreRules
 
 HOOK_TYPE = "post_tool_use"
 SOURCE = "filesystem-watcher"
@@ -186,7 +186,7 @@ def git_toplevel(folder: str) -> str | None:
     Asked through the vault's git helper, which drops the GIT_DIR / GIT_WORK_TREE a git hook exports, so
     that a watcher started from a hook names the repository of the folder, not the hook's."""
     from ..errors import GitError
-    from ..vault.git import find_repository
+    from ..gitvault.git import find_repository
 
     try:
         repo = find_repository(Path(folder))
@@ -198,20 +198,6 @@ def git_toplevel(folder: str) -> str | None:
 def project_name(root: str, toplevel: str | None) -> str:
     """The source's deriveProjectName: the git top-level's name, else the root's."""
     return os.path.basename(toplevel or os.path.normpath(root)) or root
-
-
-@dataclass(eq=False)
-class WatchedRoot:
-    """One attached root: its absolute path, its project label and its ignore rules."""
-
-    path: str
-    project: str
-    rules: IgnoreRules
-    folders: int = field(default=0)
-
-    def rel(self, abs_path: str) -> str:
-        rel = os.path.relpath(abs_path, self.path)
-        return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
 
 @dataclass(frozen=True)

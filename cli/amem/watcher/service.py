@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config import cache_home, state_home
 from ..errors import UsageError, WatchError
-from ..vault.paths import is_inside
+from ..fswatch.rules import IgnoreRules, WatchedRoot
+from ..notes.ids import is_inside
 from .debounce import Debouncer
-from .observation import SessionIds, WatchedRoot, git_toplevel, observe_path, project_name
-from .rules import IgnoreRules
+from .observation import SessionIds, git_toplevel, observe_path, project_name
 
 if TYPE_CHECKING:
     from ..config import Config
-    from .observer import TreeWatcher
+    from ..fswatch.observer import TreeWatcher
     from .sinks import Sink
 
 Log = Callable[[str], None]
@@ -133,7 +133,7 @@ class Watcher:
     # --- start ----------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        from .observer import make_tree_watcher
+        from ..fswatch.observer import make_tree_watcher
 
         self._tree = tree = make_tree_watcher(
             self._on_path, self.warn, self.options.backend, on_created=self._on_created

@@ -183,7 +183,7 @@ class VaultSink(Sink):
 
     def _write(self, batch: list[dict[str, Any]]) -> None:
         from ..errors import AmemError
-        from ..vault.write import write_note
+        from ..ops.write import write_note
 
         notes: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
         for observation in batch:

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import IoError, NotFound
+from ..index.index import VaultIndex
+from ..notes.conflicts import has_conflict_copy
+from ..notes.ids import NoteRef, may_read, open_regular, resolve_note
+from ..notes.links import Link, link_census, stored_target
+from ..notes.parse import note_title, parse_note, version_of
 from ..output import quote
 from ..timefmt import from_epoch
-from .conflicts import has_conflict_copy
-from .index import VaultIndex
-from .links import Link, link_census, stored_target
-from .notes import note_title, parse_note, version_of
-from .paths import NoteRef, may_read, open_regular, resolve_note
 
 #: At most this many link records a note's `links` lists; past it `linksTruncated` is true and a warning
 #: says so (a note of a million links would otherwise print a record for each).
@@ -145,8 +145,8 @@ def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, 
     stats = index.refresh(thorough=False)
     if not stats.busy or index.complete():
         return index.resolve, False
-    from .index import scan_vault
-    from .links import LinkResolver, resolve_stored
+    from ..index.scan import scan_vault
+    from ..notes.links import LinkResolver, resolve_stored
 
     reporter.warn(
         "another amem process is building the vault's index: links were resolved from the vault's files, "

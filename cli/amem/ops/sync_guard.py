@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..atomicfile import is_temporary
-from .git import Repository, _run
+from ..gitvault.git import Repository, _run
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -159,10 +159,10 @@ class NoteLocks:
         self.held: dict[str, int] = {}
 
     def take(self, paths: list[str]) -> None:
-        from .write import _lock_file
+        from ..store.write import lock_file
 
         for path in sorted(set(paths) - set(self.held)):
-            fd = _lock_file(self.config, path)
+            fd = lock_file(self.config, path)
             deadline = time.monotonic() + LOCK_WAIT_SECONDS
             while True:
                 try:

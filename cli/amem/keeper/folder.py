@@ -17,8 +17,8 @@ import os
 import stat
 
 from ..errors import WatchError
+from ..index.keeper_client import COOKIE_SUFFIX, FOLDER_FLAGS, NEW_FILE_FLAGS, SYNC_DIR, lstat_at
 from ..report import Reporter
-from .keeper import _FOLDER_FLAGS, _NEW_FILE_FLAGS, COOKIE_SUFFIX, SYNC_DIR, _lstat_at
 
 GITIGNORE = ".gitignore"
 _IGNORE_ALL = "# amem's index keeper: sync cookies, never tracked\n*\n"
@@ -53,7 +53,7 @@ class KeeperFolder:
     @staticmethod
     def _real_folder(root_fd: int, reporter: Reporter) -> int:
         for _ in range(5):  # each round loses only to another process changing the name meanwhile
-            found = _lstat_at(SYNC_DIR, root_fd)
+            found = lstat_at(SYNC_DIR, root_fd)
             if found is not None and stat.S_ISLNK(found.st_mode):
                 os.unlink(SYNC_DIR, dir_fd=root_fd)  # the link itself, never what it points to
                 reporter.warn(
@@ -70,19 +70,19 @@ class KeeperFolder:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(SYNC_DIR, dir_fd=root_fd)
             try:
-                return os.open(SYNC_DIR, _FOLDER_FLAGS, dir_fd=root_fd)
+                return os.open(SYNC_DIR, FOLDER_FLAGS, dir_fd=root_fd)
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                     raise
         raise WatchError(f"cannot keep the index of this vault: its {SYNC_DIR} keeps changing under the keeper")
 
     def _ensure_gitignore(self) -> None:
-        found = _lstat_at(GITIGNORE, self._fd)
+        found = lstat_at(GITIGNORE, self._fd)
         if found is not None and stat.S_ISREG(found.st_mode):
             return
         if found is not None:
             os.unlink(GITIGNORE, dir_fd=self._fd)  # a link or anything else: inside this folder only
-        fd = os.open(GITIGNORE, _NEW_FILE_FLAGS, 0o644, dir_fd=self._fd)
+        fd = os.open(GITIGNORE, NEW_FILE_FLAGS, 0o644, dir_fd=self._fd)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(_IGNORE_ALL)
 
@@ -93,7 +93,7 @@ class KeeperFolder:
 
     def has(self, name: str) -> bool:
         try:
-            return _lstat_at(name, self._fd) is not None
+            return lstat_at(name, self._fd) is not None
         except OSError:
             return False
 
@@ -111,7 +111,7 @@ class KeeperFolder:
                 self.discard(name)
             self.discard(GITIGNORE)
             mine = os.fstat(self._fd)
-            named = _lstat_at(SYNC_DIR, self._root_fd)
+            named = lstat_at(SYNC_DIR, self._root_fd)
             if named is not None and (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino):
                 os.rmdir(SYNC_DIR, dir_fd=self._root_fd)  # fails, harmlessly, if anything else is in it
         self.close()

@@ -32,9 +32,9 @@ def list_notes(
     """{notes: [{id, title, tags, bytes, mtime, created}], total, truncated}. `prefix` is a folder
     (`notes/`) or any id prefix; `tags` must all hold (see `tags`)."""
     from ..errors import UsageError
+    from ..notes.tags import notes_where
     from ..timefmt import from_epoch
     from .index import VaultIndex
-    from .tags import notes_where
 
     if sort not in SORTS:
         raise UsageError(f"--sort must be one of {', '.join(SORTS)}, got {sort!r}")

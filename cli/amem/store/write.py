@@ -1,6 +1,7 @@
 """Safe writes: one locked read-modify-write per note across processes, published atomically.
 
-`update_note` is the one write path; `write_note` (append/overwrite) and `restore` are transforms on it.
+`update_note` is the one write path; append, overwrite, restore, move and edit are transforms on it (in
+`amem.ops`), and the text rules of append and overwrite are here.
 """
 
 from __future__ import annotations
@@ -16,16 +17,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..atomicfile import atomic_replace, is_temporary, parse_temporary, process_alive
 from ..digest import sha1_hex
 from ..errors import AmemError, Conflict, InternalError, InvalidId, IoError, NotFound, UsageError
+from ..notes.ids import NotARegularFile, NoteRef, is_inside, open_regular
+from ..notes.parse import ParsedNote, dump_frontmatter, parse_note, version_of
 from ..output import quote
-from ..timefmt import iso, normalise, now
-from .notes import ParsedNote, dump_frontmatter, parse_note, version_of
-from .paths import NotARegularFile, NoteRef, is_inside, open_regular, resolve_note
+from ..timefmt import normalise
 
 if TYPE_CHECKING:
     from datetime import tzinfo
 
     from ..config import Config
-    from ..report import Reporter
 
 _HEADING_START = re.compile(r"^#{1,6}[ \t]")
 _LIFECYCLE = ("created", "updated")
@@ -42,7 +42,7 @@ class UpdateResult(NamedTuple):
 # --- locking and atomic replacement -----------------------------------------------------------------
 
 
-def _lock_file(config: Any, target: str) -> int:
+def lock_file(config: Any, target: str) -> int:
     """The open lock file of one note. Keyed by the note's real folder, so that every spelling of the
     vault's path (through a symlink or not) meets at the same lock."""
     from ..cachedir import ensure_cache_folder
@@ -75,7 +75,7 @@ def note_lock(config: Config, target: str) -> Iterator[None]:
     """An exclusive cross-process lock for one note file, held for its whole read-modify-write."""
     import fcntl
 
-    fd = _lock_file(config, target)
+    fd = lock_file(config, target)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -115,7 +115,7 @@ def sweep_temporaries(config: Config, paths: Iterable[str]) -> int:
         if found is None or (found.pid is not None and found.pid != os.getpid() and process_alive(found.pid)):
             continue
         try:
-            fd = _lock_file(config, found.target)
+            fd = lock_file(config, found.target)
         except AmemError:
             return removed  # no lock folder: nothing can be proven safe to remove
         try:
@@ -155,7 +155,7 @@ def _write_target(config: Config, ref: NoteRef) -> str:
     return real
 
 
-def _make_parents(folder: str, created: list[str]) -> None:
+def make_parents(folder: str, created: list[str]) -> None:
     """Create `folder` and any missing parents (the first write creates the vault), recording in
     `created` each one made, so that a failed write can remove them again."""
     pending: list[str] = []
@@ -172,7 +172,7 @@ def _make_parents(folder: str, created: list[str]) -> None:
                 raise NotADirectoryError(errno.ENOTDIR, "Not a directory") from None
 
 
-def _write_failure(note_id: str, exc: OSError, verb: str = "write") -> AmemError:
+def write_failure(note_id: str, exc: OSError, verb: str = "write") -> AmemError:
     """An OSError as amem reports it: the vault-relative id and the system's reason, never a host path."""
     reason = "a folder on its path is a file" if exc.errno == errno.ENOTDIR else exc.strerror or type(exc).__name__
     message = f"cannot {verb} note {quote(note_id)}: {reason}"
@@ -183,7 +183,7 @@ def _write_failure(note_id: str, exc: OSError, verb: str = "write") -> AmemError
     return InternalError(message)
 
 
-def _remove_folders(created: list[str]) -> None:
+def remove_folders(created: list[str]) -> None:
     for path in reversed(created):
         try:
             os.rmdir(path)
@@ -198,8 +198,10 @@ def update_note(
     *,
     base_version: str | None = None,
     require_existing: bool = False,
+    on_written: Callable[[str], None] | None = None,
 ) -> UpdateResult:
-    """Lock the note, read it, check `base_version`, write `transform(old)` atomically, remember the result.
+    """Lock the note, read it, check `base_version`, write `transform(old)` atomically, and call
+    `on_written(version)` while the lock is still held (the index records what amem wrote through it).
 
     `old` is None for a missing note. Nothing is created when a check fails or the transform raises.
     """
@@ -217,7 +219,7 @@ def update_note(
         except IsADirectoryError:
             raise InvalidId(f"cannot write note {quote(ref.id)}: it is a folder") from None
         except OSError as exc:
-            raise _write_failure(ref.id, exc) from None
+            raise write_failure(ref.id, exc) from None
         if old is None and require_existing:
             raise NotFound(f"cannot write note {quote(ref.id)}: no such note (--require-existing)")
         current = version_of(old or b"")
@@ -231,15 +233,16 @@ def update_note(
         created_dirs: list[str] = []
         try:
             if old is None:
-                _make_parents(os.path.dirname(target), created_dirs)
+                make_parents(os.path.dirname(target), created_dirs)
             atomic_replace(target, data, mode)
         except BaseException as exc:
-            _remove_folders(created_dirs)
+            remove_folders(created_dirs)
             if isinstance(exc, OSError):
-                raise _write_failure(ref.id, exc) from None
+                raise write_failure(ref.id, exc) from None
             raise
         version = version_of(data)
-        _remember(config, ref.id, version)
+        if on_written is not None:
+            on_written(version)
     return UpdateResult(ref.id, ref.path, version, len(data), old is None)
 
 
@@ -254,77 +257,6 @@ def check_version(version: str | None) -> None:
         raise UsageError(
             f"--base-version {shown} is not a version: expected the 40 hex digits that read and write print"
         )
-
-
-def _remember(config: Config, note_id: str, version: str) -> None:
-    """Record what amem wrote, so that `read` does not call amem's own write an external change."""
-    from .index import VaultIndex
-
-    index = VaultIndex(config)
-    try:
-        index.mark_seen(note_id, version)
-    finally:
-        index.close()
-
-
-# --- append and overwrite ---------------------------------------------------------------------------
-
-
-def write_note(
-    config: Config,
-    raw_id: str,
-    content: str,
-    *,
-    mode: str = "append",
-    base_version: str | None = None,
-    require_existing: bool = False,
-    commit: bool = False,
-    reporter: Reporter | None = None,
-) -> dict[str, Any]:
-    """`amem write`: append (default) or overwrite one note, and commit it when `commit` or
-    git.autoCommit asks (its warnings go to `reporter`). Returns {id, mode, bytes, version, created},
-    plus `commit` when a commit was made."""
-    if mode not in ("append", "overwrite"):
-        raise UsageError(f"unknown write mode {mode!r}")
-    if mode == "append" and not content.strip():
-        raise UsageError("nothing to append: the content is empty")
-    ref = resolve_note(config, raw_id)
-    tz = config.tz
-
-    def transform(old: bytes | None) -> bytes:
-        stamp = iso(now(tz))
-        old_text = None if old is None else _decode(old, ref.id)
-        if mode == "append":
-            text = append_text(old_text, content, stamp, tz)
-        else:
-            text = overwrite_text(old_text, content, stamp, tz)
-        if old_text is not None and "\r\n" in old_text:
-            text = re.sub(r"(?<!\r)\n", "\r\n", text)  # keep a CRLF note CRLF
-        bom = b"\xef\xbb\xbf" if old is not None and old.startswith(b"\xef\xbb\xbf") else b""
-        return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
-
-    result = update_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
-    data = {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
-    if commit or config.git_auto_commit:
-        from .git import maybe_commit
-
-        try:
-            sha = maybe_commit(config, ref, f"amem: write {result.id}", commit, reporter=reporter)
-        except AmemError as exc:
-            # The note is written; say so, with its new version, so the caller need not read it again.
-            exc.details["written"] = data
-            raise
-        if sha:
-            data["commit"] = sha
-    return data
-
-
-def _decode(data: bytes, note_id: str) -> str:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"cannot write note {quote(note_id)}: the existing file is not UTF-8 text") from None
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _clean(content: str) -> str:
@@ -358,7 +290,7 @@ def append_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) ->
 
 def _last_heading(body: str) -> str | None:
     last = None
-    from .links import prose_lines
+    from ..notes.links import prose_lines
 
     for line in prose_lines(body):
         if line.startswith("#"):

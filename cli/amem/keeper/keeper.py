@@ -1,30 +1,10 @@
 """The index keeper: one process per vault that keeps its index fresh from file-system events, so that
-other amem processes need not stat every note to know the index is current.
-
-The protocol, after git's fsmonitor and watchman's sync cookies:
-
-- The keeper holds an exclusive `flock` on `keeper.lock` in the vault's cache folder for as long as it
-  lives (the kernel drops it when the process dies, however it dies), and describes itself in
-  `keeper.json` once its watches are on and the index is current.
-- A command that needs a current index (`VaultIndex.refresh`) first calls `synced()`. When the lock is
-  held and `keeper.json` names the same index settings, it creates a cookie file in `<vault>/.amem-sync/`
-  and waits, bounded by ACK_TIMEOUT, until the keeper deletes it. The cookie's event comes through the
-  same event queue as every change made to the vault before it, and the keeper applies everything it has
-  read before it deletes a cookie: a deleted cookie proves that every earlier change is in the index.
-- Keeper gone (lock free), of other settings, or too slow to answer: `synced()` is False and the command
-  walks the vault as it always does. Nothing is an error.
-
-- The keeper also answers semantic ranking on a Unix socket in the cache folder (`keeper.sock`, mode 0600,
-  named in `keeper.json`): a search sends one JSON line `{"v", "query", "depth", "among"}` and reads one
-  back, `{"ranking": [[id, score], ...]}`. The keeper loads the model on the first such request only, keeps
-  the vectors in memory and brings them up to date before it answers, so the search fuses exactly the
-  ranking it would have computed itself. No socket, no answer within RANK_TIMEOUT, or any error: the search
-  loads the model itself. Each connection is read by its own thread, within bounds (size, nesting, time;
-  see `keeper_requests`), and whatever a request holds it gets an answer, an error at worst.
+other amem processes need not stat every note to know the index is current. The protocol it serves, and
+its client side, are in `amem.index.keeper_client`.
 
 The cookie folder is a dot-folder with its own `.gitignore` (`*`), so neither the index nor git sees it.
 It must be a real folder inside the vault: the keeper holds it open by descriptor and commands open it with
-O_NOFOLLOW (see `keeperdir`), so a symlink a sync brings under its name is never followed.
+O_NOFOLLOW (see `amem.keeper.folder`), so a symlink a sync brings under its name is never followed.
 The keeper watches the folders the index walks (see `_IndexRules`), with the watcher's tree machinery:
 folders the index skips get no watch at all.
 """
@@ -35,7 +15,6 @@ import _thread
 import contextlib
 import errno
 import fcntl
-import itertools
 import json
 import os
 import re
@@ -44,198 +23,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import WatchError
+from ..index.keeper_client import (
+    COOKIE_SUFFIX,
+    INFO_FILE,
+    LOCK_FILE,
+    SOCKET_FILE,
+    SOCKET_PATH_MAX,
+    SYNC_DIR,
+    applying,
+)
 from ..report import Progress, Reporter
 
 if TYPE_CHECKING:
     import queue
     import socket
     import threading
-    from collections.abc import Collection
 
     from ..config import Config
-    from ..watcher.observation import WatchedRoot
-    from ..watcher.observer import TreeWatcher
-    from ..watcher.rules import IgnoreRules
-    from .index import VaultIndex
-    from .keeper_requests import RankRequest
-    from .keeperdir import KeeperFolder
+    from ..fswatch.observer import TreeWatcher
+    from ..fswatch.rules import IgnoreRules, WatchedRoot
+    from .folder import KeeperFolder
+    from .requests import RankRequest
 
-#: How long a command waits for the keeper to confirm a cookie before it walks the vault itself.
-ACK_TIMEOUT = 1.0
-LOCK_FILE = "keeper.lock"
-INFO_FILE = "keeper.json"
-SOCKET_FILE = "keeper.sock"
-#: How long a search waits for the keeper's semantic ranking before it loads the model itself.
-RANK_TIMEOUT = 2.0
-#: The longest socket path bound: sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux, with the NUL.
-SOCKET_PATH_MAX = 100
-SYNC_DIR = ".amem-sync"
-COOKIE_SUFFIX = ".cookie"
-#: The ranking protocol's version: a keeper answers only requests of its own.
-PROTOCOL = 1
 #: Ranking connections served at once; one more is told at once that the keeper is busy.
 MAX_CLIENTS = 128
-
-_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 #: An absolute path left in a message (after the vault's and the cache's): at the start or after a
 #: space, a quote or a bracket.
 _ABSOLUTE = re.compile(r"""(^|[\s'"(\[])/[^\s'"()\[\]]+""")
-
-_cookies = itertools.count()
-#: Threads applying changes for a keeper of this process: their own refreshes must not ask the keeper.
-_applying: set[int] = set()
-
-
-# --- the client side: called at the start of every refresh -------------------------------------------
-
-
-def synced(index: VaultIndex, timeout: float | None = None) -> bool:
-    """True when a live keeper of this vault, keeping an index of these settings, has applied every change
-    made before this call; False (walk the vault) otherwise. Never raises for a missing or dead keeper."""
-    if _applying and _thread.get_ident() in _applying:
-        return False  # the keeper's own refresh
-    cache = index.config.cache_dir
-    if not _lock_held(cache / LOCK_FILE):
-        return False
-    try:
-        described = json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False  # starting up, or stopped meanwhile
-    if not isinstance(described, dict) or described.get("settings") != index._settings():
-        return False
-    folder = open_for_cookie(os.path.abspath(index.config.vault_root))
-    if folder is None:
-        return False  # no folder of the keeper's, or a symlink or a file in its place: walk
-    try:
-        return _confirmed(folder, f"{os.getpid()}-{next(_cookies)}{COOKIE_SUFFIX}", timeout)
-    finally:
-        os.close(folder)
-
-
-def _confirmed(folder: int, cookie: str, timeout: float | None) -> bool:
-    """Drop `cookie` in the keeper's folder and wait until the keeper deletes it, or give up."""
-    if not drop_cookie(folder, cookie):
-        return False
-    deadline = time.monotonic() + (ACK_TIMEOUT if timeout is None else timeout)
-    pause = 0.0002
-    while cookie_exists(folder, cookie):
-        if time.monotonic() > deadline:
-            remove_cookie(folder, cookie)
-            return False  # wedged or swamped: the walk is the answer
-        time.sleep(pause)
-        pause = min(pause * 2, 0.004)
-    return True
-
-
-def semantic_ranking(
-    index: VaultIndex, query: str, depth: int, among: Collection[str] | None, timeout: float | None = None
-) -> list[tuple[str, float]] | None:
-    """The semantic ranking of `query` (`semantic.rank`'s answer) from a live keeper of this vault keeping
-    an index of these settings, or None (rank in this process) when there is none, it has no socket, it
-    does not answer within RANK_TIMEOUT, or anything fails. Never raises."""
-    if _applying and _thread.get_ident() in _applying:
-        return None
-    cache = index.config.cache_dir
-    if not _lock_held(cache / LOCK_FILE):
-        return None
-    try:
-        described = json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(described, dict) or described.get("settings") != index._settings():
-        return None
-    name = described.get("socket")
-    if not isinstance(name, str) or described.get("pid") == os.getpid() or "/" in name:
-        return None  # an older keeper, one without a socket, or this very process
-    import socket
-
-    request = {"v": PROTOCOL, "query": query, "depth": depth, "among": None if among is None else sorted(among)}
-    deadline = time.monotonic() + (RANK_TIMEOUT if timeout is None else timeout)
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-            client.settimeout(max(deadline - time.monotonic(), 0.001))
-            client.connect(str(cache / name))
-            client.sendall(json.dumps(request).encode("utf-8") + b"\n")
-            answer = json.loads(_read_line(client, deadline))
-        ranking = answer["ranking"]
-        out = [(str(note_id), float(score)) for note_id, score in ranking]
-        if not all(isinstance(note_id, str) for note_id, _ in ranking):
-            return None
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return None
-    return out
-
-
-def _read_line(conn: socket.socket, deadline: float, limit: int = 1 << 26) -> bytes:
-    """One newline-ended line from `conn` by `deadline`; ValueError when it is cut short or too long."""
-    data = bytearray()
-    while not data.endswith(b"\n"):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("no answer in time")
-        conn.settimeout(remaining)
-        piece = conn.recv(1 << 16)
-        if not piece or len(data) + len(piece) > limit:
-            raise ValueError("the line was cut short")
-        data += piece
-    return bytes(data)
-
-
-# The keeper's folder, as a command meets it: never through a symlink (see keeperdir).
-
-
-def open_for_cookie(root: str) -> int | None:
-    """A descriptor of the vault's real `.amem-sync` folder for a command dropping a cookie, or None when
-    there is none (or a symlink or a file holds the name): the command then walks the vault."""
-    try:
-        return os.open(os.path.join(root, SYNC_DIR), _FOLDER_FLAGS)
-    except OSError:
-        return None
-
-
-def drop_cookie(folder_fd: int, name: str) -> bool:
-    """Create the empty cookie `name` in the folder; False when it cannot be."""
-    try:
-        os.close(os.open(name, _NEW_FILE_FLAGS, 0o600, dir_fd=folder_fd))
-    except OSError:
-        return False
-    return True
-
-
-def cookie_exists(folder_fd: int, name: str) -> bool:
-    try:
-        return _lstat_at(name, folder_fd) is not None
-    except OSError:
-        return False
-
-
-def remove_cookie(folder_fd: int, name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(name, dir_fd=folder_fd)
-
-
-def _lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
-def _lock_held(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError as exc:
-        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
-    finally:
-        os.close(fd)  # also releases a shared lock taken above
-    return False
-
 
 # --- the keeper --------------------------------------------------------------------------------------
 
@@ -289,12 +104,12 @@ class Keeper:
 
     def start(self) -> dict[str, int]:
         """Claim the vault, watch it, bring the index up to date; return the index's stats."""
-        from ..watcher.observation import WatchedRoot
+        from ..fswatch.rules import WatchedRoot
 
         self.claim()
         cache = self.config.cache_dir
         try:
-            from .keeperdir import KeeperFolder
+            from .folder import KeeperFolder
 
             self._folder = folder = KeeperFolder.open(self.root, self.reporter)
             self._tree = _tree_watcher(self._on_path, self._on_folder, self._on_warning)
@@ -303,7 +118,7 @@ class Keeper:
             stats = self._apply(None)  # after the watches are on: no change falls in between
             for name in folder.cookies():  # left by commands that gave up waiting
                 folder.discard(name)
-            from .index import VaultIndex
+            from ..index.index import VaultIndex
 
             described: dict[str, Any] = {
                 "pid": os.getpid(),
@@ -401,7 +216,7 @@ class Keeper:
         that sends nothing, or slowly, holds up no other); the ranking itself is one at a time."""
         import threading
 
-        from .keeper_requests import refuse_client, serve_client
+        from .requests import refuse_client, serve_client
 
         listener = self._listener
         slots = threading.BoundedSemaphore(MAX_CLIENTS)
@@ -443,8 +258,8 @@ class Keeper:
     def _rank(self, query: str, depth: int, among: set[str] | None) -> list[tuple[str, float]] | None:
         """What a search would rank in its own process: the model loaded (once), the vectors brought up to
         date with the index and kept in memory, then `semantic.rank`."""
-        from . import semantic
-        from .index import VaultIndex
+        from ..index import semantic
+        from ..index.index import VaultIndex
 
         semantic.KEEP_VECTORS = True
         index = VaultIndex(self.config, self.reporter)
@@ -514,11 +329,11 @@ class Keeper:
     def _apply(self, notes: set[str] | None) -> dict[str, int]:
         """Bring the index up to date: exactly these notes (vault-relative ids the events named), or, when
         None, the whole vault by a walk. Returns the index's stats after a walk."""
-        from .index import VaultIndex
+        from ..index.index import VaultIndex
 
         self._dirty = False
         index = VaultIndex(self.config, self.reporter)
-        _applying.add(_thread.get_ident())
+        applying.add(_thread.get_ident())
         try:
             if notes is None:
                 index.refresh(thorough=True)
@@ -527,7 +342,7 @@ class Keeper:
             self.applied += 1
             return index.stats() if notes is None else {}
         finally:
-            _applying.discard(_thread.get_ident())
+            applying.discard(_thread.get_ident())
             index.close()
 
 
@@ -571,7 +386,7 @@ def _tree_watcher(on_path: Any, on_folder: Any, warn: Any) -> TreeWatcher:
     the keeper about folder changes too."""
     import sys
 
-    from ..watcher.observer import InotifyTree, WatchdogTree
+    from ..fswatch.observer import InotifyTree, WatchdogTree
 
     class KeeperTree(InotifyTree):
         def _handle_folder(self, root: WatchedRoot, path: str, rel: str, mask: int, cookie: int) -> None:
@@ -591,8 +406,8 @@ def _index_rules(config: Config, root: str) -> IgnoreRules:
     lists it (not .git, node_modules, .obsidian, an excludeDirs name, or a dot-folder unless
     indexHiddenDirs), plus the keeper's cookie folder; files are all reported, the keeper sorts them. (The
     watcher's own defaults would skip folders the index lists, such as build/ and dist/.)"""
-    from ..watcher.rules import IgnoreRules
-    from .index import ALWAYS_SKIPPED
+    from ..fswatch.rules import IgnoreRules
+    from ..index.scan import ALWAYS_SKIPPED
 
     skipped = set(ALWAYS_SKIPPED) | set(config.exclude_dirs)
     hidden = bool(config.index_hidden_dirs)

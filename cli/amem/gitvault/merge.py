@@ -1,6 +1,6 @@
 """The git merge driver for notes: edits merge line by line, appends made on two machines merge by content.
 
-git runs it as `python -m amem.vault.merge %O %A %B %L %P` (registered by `amem sync`) for every note both
+git runs it as `python -m amem.gitvault.merge %O %A %B %L %P` (registered by `amem sync`) for every note both
 sides changed; `amem sync` applies the same `merge_texts` in-process. It reads the common ancestor (O), ours
 (A) and theirs (B), writes the result into A, and exits 0 when the merge is clean or 1 for a real conflict
 (the file then holds git's conflict markers, and git records a conflict).
@@ -428,7 +428,7 @@ def _read(path: str) -> str:
 def main(argv: list[str]) -> int:
     """`%O %A %B [%L [%P]]`: merge into %A; 0 when clean, 1 on a conflict, 2 on bad arguments."""
     if len(argv) < 3:
-        sys.stderr.write("usage: python -m amem.vault.merge BASE OURS THEIRS [MARKER-SIZE [PATH]]\n")
+        sys.stderr.write("usage: python -m amem.gitvault.merge BASE OURS THEIRS [MARKER-SIZE [PATH]]\n")
         return 2
     base_path, ours_path, theirs_path = argv[:3]
     marker = argv[3] if len(argv) > 3 and argv[3].isdigit() else "7"

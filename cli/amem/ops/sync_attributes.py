@@ -10,8 +10,8 @@ import fnmatch
 import os
 from pathlib import Path
 
+from ..gitvault.git import Repository, _run
 from ..report import Reporter
-from .git import Repository, _run
 
 DRIVER_NAME = "amem"
 

@@ -271,7 +271,7 @@ def chunks(title: str, body: str) -> list[str]:
     """The texts a note is embedded as: one per heading section (the heading and its prose, fenced code
     left out), a section longer than CHUNK_CHARS cut at blank lines into pieces of about that size, each
     piece led by the note's title, markup removed. A note with no prose is its title alone."""
-    from .links import prose_lines
+    from ..notes.links import prose_lines
 
     sections: list[list[str]] = [[]]
     for line in prose_lines(body):
@@ -366,7 +366,7 @@ def sync_changes(
     have no row, and `gone`, ids whose rows go. The tables must exist (`_prepare`)."""
     import numpy as np
 
-    from .index import select_in
+    from .sql import select_in
 
     if gone:
         _write(conn, [], [], list(gone))
@@ -559,7 +559,7 @@ class SearchRanker:
             semantic = self._rank(query, where)
             if self.embedder is None:
                 return list(keyword), total
-        from .index import select_in
+        from .sql import select_in
 
         docs = [doc for doc, _ in keyword]
         rowid = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})", semantic))
@@ -625,7 +625,7 @@ def for_search(
     Given the `query` (and the search's filter `where`), the vault's index keeper is asked first: when it
     answers, its ranking is the one fused, and this process loads no model at all."""
     if query is not None and model == DEFAULT_MODEL and DEFAULT_MODEL not in _loaded and installed():
-        from .keeper import semantic_ranking
+        from .keeper_client import semantic_ranking
 
         ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
         if ranking is not None:
@@ -689,8 +689,8 @@ def note_reader(config: Config, conn: sqlite3.Connection) -> Callable[[str], Not
     frontmatter block (not parsed: the model needs only the prose)."""
     import os
 
-    from .notes import version_of
-    from .paths import open_regular
+    from ..notes.ids import open_regular
+    from ..notes.parse import version_of
 
     def read(note_id: str) -> NoteText | None:
         try:

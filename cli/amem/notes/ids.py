@@ -42,6 +42,22 @@ def normalise_id(raw_id: str, extensions: tuple[str, ...], *, hidden_dirs: bool 
     that leaves the vault, a trailing `/`, a folder that scans never index (`.git`, `node_modules`,
     `.obsidian`, and any dot-folder unless `hidden_dirs`), another file type's extension, and names
     longer than file systems allow."""
+    _refuse_characters(raw_id)
+    _refuse_places(raw_id)
+    normal = posixpath.normpath(raw_id)
+    if normal in (".", "") or normal == ".." or normal.startswith("../"):
+        raise InvalidId(f"invalid note id {quote(raw_id)}: it leaves the vault")
+    *folders, name = normal.split("/")
+    _refuse_folders(raw_id, folders, hidden_dirs)
+    note_id = _with_extension(raw_id, normal, name, extensions)
+    for segment in note_id.split("/"):
+        if len(segment.encode("utf-8", "surrogateescape")) > NAME_MAX:
+            raise InvalidId(f"invalid note id: a name in it is longer than file systems allow ({NAME_MAX} bytes)")
+    return note_id
+
+
+def _refuse_characters(raw_id: str | None) -> None:
+    """Empty ids, NUL, control characters and backslashes."""
     if raw_id is None or not raw_id.strip():
         raise InvalidId("invalid note id: the id is empty")
     if "\x00" in raw_id:
@@ -50,6 +66,10 @@ def normalise_id(raw_id: str, extensions: tuple[str, ...], *, hidden_dirs: bool 
         raise InvalidId(f"invalid note id {quote(raw_id)}: it contains a control character (newline, tab…)")
     if "\\" in raw_id:
         raise InvalidId(f"invalid note id {quote(raw_id)}: use / as the separator, not a backslash")
+
+
+def _refuse_places(raw_id: str) -> None:
+    """Absolute and drive paths, ids longer than a path may be, and folders."""
     if raw_id.startswith("/") or raw_id.startswith("~"):
         raise InvalidId("invalid note id: it must be relative to the vault, not an absolute path")
     if _DRIVE.match(raw_id):
@@ -58,28 +78,27 @@ def normalise_id(raw_id: str, extensions: tuple[str, ...], *, hidden_dirs: bool 
         raise InvalidId(f"invalid note id: it is longer than file systems allow ({len(raw_id)} characters)")
     if raw_id.endswith("/"):
         raise InvalidId(f"invalid note id {quote(raw_id)}: it ends with /, so it names a folder, not a note")
-    normal = posixpath.normpath(raw_id)
-    if normal in (".", "") or normal == ".." or normal.startswith("../"):
-        raise InvalidId(f"invalid note id {quote(raw_id)}: it leaves the vault")
-    *folders, name = normal.split("/")
+
+
+def _refuse_folders(raw_id: str, folders: list[str], hidden_dirs: bool) -> None:
+    """Folders that scans never index: `.git`, `node_modules`, `.obsidian`, and dot-folders unless allowed."""
     for folder in folders:
         if folder in NEVER_INDEXED or (folder.startswith(".") and not hidden_dirs):
             raise InvalidId(
                 f"invalid note id {quote(raw_id)}: notes are never kept in {quote(folder + '/')} folders"
                 + ("" if folder in NEVER_INDEXED else " (set indexHiddenDirs to use dot-folders)")
             )
+
+
+def _with_extension(raw_id: str, normal: str, name: str, extensions: tuple[str, ...]) -> str:
+    """The id with a note extension: its own when it has one, the first configured when it has none."""
     suffix = os.path.splitext(name)[1]
     if suffix.lower() in (ext.lower() for ext in extensions):
-        note_id = normal
-    elif suffix and _TYPE_SUFFIX.match(suffix):
+        return normal
+    if suffix and _TYPE_SUFFIX.match(suffix):
         allowed = ", ".join(extensions)
         raise InvalidId(f"invalid note id {quote(raw_id)}: notes end in {allowed}, not {suffix}")
-    else:
-        note_id = normal + extensions[0]
-    for segment in note_id.split("/"):
-        if len(segment.encode("utf-8", "surrogateescape")) > NAME_MAX:
-            raise InvalidId(f"invalid note id: a name in it is longer than file systems allow ({NAME_MAX} bytes)")
-    return note_id
+    return normal + extensions[0]
 
 
 def is_inside(path: str, root: str) -> bool:

@@ -2,7 +2,7 @@
 
 One round: commit the vault's pending changes (only its files, the user's index otherwise untouched), fetch
 the remote's branch, integrate it, push. Integration is git's own merge (`git merge-tree`, which runs the
-note merge driver of `amem.vault.merge` for notes both sides changed), made without touching the user's
+note merge driver of `amem.gitvault.merge` for notes both sides changed), made without touching the user's
 index or files except the paths the merge changed. A push the remote rejects because it moved meanwhile is
 retried after integrating again.
 
@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GitError
-from ..report import Reporter
-from .git import (
+from ..gitvault.git import (
     Repository,
     _failure,
     _identity,
@@ -36,6 +35,7 @@ from .git import (
     find_repository,
     head_commit,
 )
+from ..report import Reporter
 from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes
 
 if TYPE_CHECKING:
@@ -123,7 +123,31 @@ def _remotes(settings: dict[str, str]) -> list[str]:
 
 
 def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
-    vault = Path(config.vault_root)
+    """Where the sync happens: the vault's repository, its folder in it, the branch, the remote and its
+    branch, and whether the vault has changes to commit; a GitError that says what to do otherwise."""
+    repo = _repository_of(Path(config.vault_root))
+    real_vault, real_top = os.path.realpath(config.vault_root), os.path.realpath(repo.top)
+    folder = "" if real_vault == real_top else repo.relpath(Path(config.vault_root))
+    head, branch, pending = _status(repo, folder)
+    if branch == "(detached)":
+        raise GitError("the vault's git repository is not on a branch (detached HEAD); check out a branch to sync")
+    if folder and not whole_repo:
+        raise GitError(
+            f"the vault is the folder {folder}/ of a larger git repository; `amem sync` would commit only the "
+            f"vault's files, but then merge the remote's changes into that repository's branch {branch} and push "
+            f"it, the repository's other commits included. Run `amem sync --whole-repo` to do that",
+            folder=folder,
+        )
+    settings = _settings(repo)
+    chosen = _chosen_remote(settings, branch, remote)
+    merge = _setting(settings, "branch", branch, "merge")
+    tracked_remote = _setting(settings, "branch", branch, "remote")
+    remote_ref = merge if merge and tracked_remote == chosen else f"refs/heads/{branch}"
+    tracking_ref = f"refs/remotes/{chosen}/{remote_ref.removeprefix('refs/heads/')}"
+    return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings, head, pending)
+
+
+def _repository_of(vault: Path) -> Repository:
     if not vault.is_dir():
         raise GitError("the vault does not exist yet, so there is nothing to sync; write a note first")
     repo = find_repository(vault)
@@ -132,9 +156,12 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
             "the vault is not in a git repository, so it has nothing to sync with; run `git init` in the vault, "
             "then `git remote add origin URL` (any git remote: a bare repository on a server, GitHub, GitLab)"
         )
-    real_vault, real_top = os.path.realpath(vault), os.path.realpath(repo.top)
-    folder = "" if real_vault == real_top else repo.relpath(vault)
-    # One status call says the branch, HEAD's commit and whether the vault's files have changes.
+    return repo
+
+
+def _status(repo: Repository, folder: str) -> tuple[str | None, str, bool]:
+    """HEAD's commit (None before the first), the branch (`(detached)` when none), and whether the vault's
+    files have changes: one `git status` call says all three."""
     status = _run(
         ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", folder or "."], repo.top
     )
@@ -149,16 +176,11 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
             branch = os.fsdecode(item[len(b"# branch.head ") :])
         elif item and not item.startswith(b"#"):
             pending = True
-    if branch == "(detached)":
-        raise GitError("the vault's git repository is not on a branch (detached HEAD); check out a branch to sync")
-    if folder and not whole_repo:
-        raise GitError(
-            f"the vault is the folder {folder}/ of a larger git repository; `amem sync` would commit only the "
-            f"vault's files, but then merge the remote's changes into that repository's branch {branch} and push "
-            f"it, the repository's other commits included. Run `amem sync --whole-repo` to do that",
-            folder=folder,
-        )
-    settings = _settings(repo)
+    return head, branch, pending
+
+
+def _chosen_remote(settings: dict[str, str], branch: str, remote: str | None) -> str:
+    """The remote to sync with: the one named, else the branch's, else `origin`, else the only one."""
     known = _remotes(settings)
     chosen = remote or _setting(settings, "branch", branch, "remote")
     if chosen is None or chosen == ".":
@@ -175,16 +197,12 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
         )
     if chosen not in known:
         raise GitError(f"the vault's git repository has no remote named {chosen}; add it with `git remote add`")
-    merge = _setting(settings, "branch", branch, "merge")
-    tracked_remote = _setting(settings, "branch", branch, "remote")
-    remote_ref = merge if merge and tracked_remote == chosen else f"refs/heads/{branch}"
-    tracking_ref = f"refs/remotes/{chosen}/{remote_ref.removeprefix('refs/heads/')}"
-    return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings, head, pending)
+    return chosen
 
 
 def driver_command() -> str:
     """How git starts the note merge driver: this interpreter, so it finds this amem."""
-    return f"{shlex.quote(sys.executable)} -m amem.vault.merge %O %A %B %L %P"
+    return f"{shlex.quote(sys.executable)} -m amem.gitvault.merge %O %A %B %L %P"
 
 
 def _set_up_merging(config: Config, place: _Place) -> bool:
@@ -256,7 +274,7 @@ def _commit_pending(place: _Place, reporter: Reporter, pending: bool, *, forced:
     ident_env, warnings = _identity(repo)
     for message in warnings:
         reporter.warn(message)
-    from .gitlocal import scratch_folder
+    from ..gitvault.gitlocal import scratch_folder
 
     with _IndexLock(repo) as index_lock, scratch_folder(repo.git_dir) as scratch:
         head = head_commit(repo)
@@ -403,6 +421,41 @@ def _write_blobs(repo: Repository, contents: list[bytes], scratch: str) -> list[
     return proc.stdout.decode("ascii").split()
 
 
+class _Settled:
+    """How the conflicted paths of a merge are settled: tree entries `(mode, oid, path)` (oid _NO_ENTRY
+    removes the path), notes merged by content (their blobs still to be written), and the paths whose
+    remote version goes into a conflict copy."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, str, str]] = []
+        self.merged: list[tuple[str, str, bytes]] = []  # (mode, path, text)
+        self.conflicted: list[str] = []
+
+
+def _settle(path: str, found: dict[int, tuple[str, str]], blobs: dict[str, bytes], notes: bool, out: _Settled) -> None:
+    """Settle one conflicted path: a note both sides changed merged by content when it can be; otherwise
+    ours at the path (theirs to a conflict copy when it differs), or the side that did not delete it."""
+    from ..gitvault.merge import merge_texts
+
+    ours, other = found.get(2), found.get(3)
+    if ours is not None and other is not None and notes:
+        base = blobs[found[1][1]] if 1 in found else b""
+        clean, text = merge_texts(
+            *(x.decode("utf-8", "surrogateescape") for x in (base, blobs[ours[1]], blobs[other[1]])), name=path
+        )
+        if clean:
+            out.merged.append((ours[0], path, text.encode("utf-8", "surrogateescape")))
+            return
+    if ours is not None:
+        out.entries.append((ours[0], ours[1], path))
+        if other is not None and other[1] != ours[1]:
+            out.conflicted.append(path)
+    elif other is not None:
+        out.entries.append((other[0], other[1], path))
+    else:
+        out.entries.append(("0", _NO_ENTRY, path))
+
+
 def _resolve(
     repo: Repository,
     tree: str,
@@ -413,57 +466,52 @@ def _resolve(
     """The merged tree with every conflicted path settled: notes merged by content where they can be;
     otherwise our version at the path and theirs beside it in a conflict copy. When one side deleted
     the file and the other changed it, the changed version stays: nothing is lost."""
-    from .conflicts import conflict_copy_name
-    from .gitlocal import scratch_folder
-    from .merge import merge_texts
+    from ..gitvault.gitlocal import scratch_folder
 
     suffixes = tuple(e.lower() for e in extensions)
-    wanted = [oid for found in stages.values() for _, oid in found.values()]
-    blobs = _read_blobs(repo, wanted)
-    entries: list[tuple[str, str, str]] = []  # (mode, oid, path); oid _NO_ENTRY removes the path
-    merged_paths: list[tuple[str, str]] = []
-    merged_texts: list[bytes] = []
-    conflicted: list[str] = []
+    blobs = _read_blobs(repo, [oid for found in stages.values() for _, oid in found.values()])
+    settled = _Settled()
     for path, found in stages.items():
-        ours, other = found.get(2), found.get(3)
-        if ours is not None and other is not None and path.lower().endswith(suffixes):
-            base = blobs[found[1][1]] if 1 in found else b""
-            clean, text = merge_texts(
-                *(x.decode("utf-8", "surrogateescape") for x in (base, blobs[ours[1]], blobs[other[1]])), name=path
-            )
-            if clean:
-                merged_paths.append((ours[0], path))
-                merged_texts.append(text.encode("utf-8", "surrogateescape"))
-                continue
-        if ours is not None:
-            entries.append((ours[0], ours[1], path))
-            if other is not None and other[1] != ours[1]:
-                conflicted.append(path)
-        elif other is not None:
-            entries.append((other[0], other[1], path))
-        else:
-            entries.append(("0", _NO_ENTRY, path))
+        _settle(path, found, blobs, path.lower().endswith(suffixes), settled)
     with scratch_folder(repo.git_dir) as scratch:
-        for (mode, path), oid in zip(merged_paths, _write_blobs(repo, merged_texts, scratch), strict=True):
-            entries.append((mode, oid, path))
-        kept: list[str] = []
-        if conflicted:
-            listing = _run(["ls-tree", "-r", "-z", "--name-only", tree], repo.top).stdout
-            taken = {os.fsdecode(name) for name in listing.split(b"\0") if name}
-            for path in conflicted:
-                mode, oid = stages[path][3]
-                folder, name = os.path.split(path)
-                siblings = {os.path.basename(t) for t in taken if os.path.dirname(t) == folder}
-                copy = conflict_copy_name(name, theirs, siblings)
-                copy_path = f"{folder}/{copy}" if folder else copy
-                taken.add(copy_path)
-                entries.append((mode, oid, copy_path))
-                kept.append(path)
+        entries = settled.entries
+        written = _write_blobs(repo, [text for _, _, text in settled.merged], scratch)
+        entries += [(mode, oid, path) for (mode, path, _), oid in zip(settled.merged, written, strict=True)]
+        kept = _conflict_copies(repo, tree, theirs, stages, settled.conflicted, entries)
         env = {"GIT_INDEX_FILE": os.path.join(scratch, "merge")}
         _run(["read-tree", tree], repo.top, env=env)
         info = b"".join(f"{mode} {oid}\t".encode() + os.fsencode(path) + b"\0" for mode, oid, path in entries)
         _run(["update-index", "-z", "--index-info"], repo.top, env=env, input=info)
         return _out(_run(["write-tree"], repo.top, env=env)), kept
+
+
+def _conflict_copies(
+    repo: Repository,
+    tree: str,
+    theirs: str,
+    stages: dict[str, dict[int, tuple[str, str]]],
+    conflicted: list[str],
+    entries: list[tuple[str, str, str]],
+) -> list[str]:
+    """Add to `entries` the remote version of each conflicted note beside it, under a conflict-copy name
+    no file of the tree holds; the notes kept that way."""
+    from ..notes.conflicts import conflict_copy_name
+
+    if not conflicted:
+        return []
+    listing = _run(["ls-tree", "-r", "-z", "--name-only", tree], repo.top).stdout
+    taken = {os.fsdecode(name) for name in listing.split(b"\0") if name}
+    kept: list[str] = []
+    for path in conflicted:
+        mode, oid = stages[path][3]
+        folder, name = os.path.split(path)
+        siblings = {os.path.basename(t) for t in taken if os.path.dirname(t) == folder}
+        copy = conflict_copy_name(name, theirs, siblings)
+        copy_path = f"{folder}/{copy}" if folder else copy
+        taken.add(copy_path)
+        entries.append((mode, oid, copy_path))
+        kept.append(path)
+    return kept
 
 
 def _advance(place: _Place, head: str, new: str) -> None:
@@ -565,7 +613,7 @@ def _integrate(
 ) -> tuple[str | None, str | None]:
     """Bring the remote's commit in: (the commit the vault is now at, the last commit made here of local
     files that stood in the pull's way, or None). See `sync_guard` for what stands in the way and why."""
-    from .gitlocal import scratch_folder
+    from ..gitvault.gitlocal import scratch_folder
     from .sync_guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
 
     repo, local = place.repo, None
@@ -615,7 +663,7 @@ def sync_vault(
     place = _locate(config, remote, whole_repo)
     repo = place.repo
     outcome = SyncOutcome(remote=place.remote)
-    from .gitlocal import clear_leftovers
+    from ..gitvault.gitlocal import clear_leftovers
 
     clear_leftovers(repo.git_dir)
     wrote_attributes = _set_up_merging(config, place)
@@ -665,7 +713,7 @@ def _conflicts(
         else:
             reporter.warn(f"{path} changed differently on both sides: kept the local version, the remote one beside it")
     if pulled:
-        from .conflicts import original_of_copy
+        from ..notes.conflicts import original_of_copy
     for note in pulled:
         folder, name = os.path.split(note)
         original = original_of_copy(name)

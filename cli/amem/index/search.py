@@ -12,10 +12,10 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..notes.ids import may_read, open_regular
+from ..notes.simple_yaml import split_frontmatter
 from ..report import Reporter
-from .paths import may_read, open_regular
 from .rank import Filter, Ranker
-from .simple_yaml import split_frontmatter
 from .tokenize import Query, fold, title_key
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ SNIPPET_BEFORE = 50
 def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
     """Notes that have every tag (or one nested under it) and lie under `folder` (an id prefix; a folder
     name without its trailing `/` means that folder)."""
-    from .tags import notes_where
+    from ..notes.tags import notes_where
 
     prefix = folder_prefix(folder) if folder is not None else ""
     if not prefix and not tags:

@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..digest import sha1_hex
 from ..errors import Conflict, GitError, InvalidId, NotFound, UsageError
-from ..output import quote
-from ..report import Reporter
-from ..timefmt import iso, now
-from .links import (
+from ..notes.ids import NoteRef, open_regular, read_regular, resolve_note
+from ..notes.links import (
     Link,
     LinkResolver,
     frontmatter_spans,
@@ -30,18 +28,13 @@ from .links import (
     normalise_target,
     resolution_keys,
 )
-from .notes import parse_note, version_of
-from .paths import NoteRef, open_regular, read_regular, resolve_note
+from ..notes.parse import parse_note, version_of
+from ..output import quote
+from ..report import Reporter
+from ..store.write import check_version, make_parents, note_lock, remove_folders, write_failure
+from ..timefmt import iso, now
 from .relink import spell_markdown_path, stamp_updated
-from .write import (
-    _make_parents,
-    _remember,
-    _remove_folders,
-    _write_failure,
-    check_version,
-    note_lock,
-    update_note,
-)
+from .write import save_note
 
 #: Characters a link target cannot hold: they end it or start its heading, block or alias part.
 LINK_SYNTAX = "[]|#"
@@ -50,7 +43,7 @@ REWRITE_THREADS = 16
 
 if TYPE_CHECKING:
     from ..config import Config
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
 
 def _lock_key(ref: NoteRef) -> str:
@@ -68,7 +61,7 @@ def _read_existing(ref: NoteRef, verb: str) -> bytes:
     except IsADirectoryError:
         raise InvalidId(f"cannot {verb} note {quote(ref.id)}: it is a folder") from None
     except OSError as exc:
-        raise _write_failure(ref.id, exc, verb) from None
+        raise write_failure(ref.id, exc, verb) from None
 
 
 def _check_version(ref: NoteRef, verb: str, base_version: str | None, current: str) -> None:
@@ -107,10 +100,10 @@ def delete_note(
         except FileNotFoundError:
             raise NotFound(f"cannot delete note {quote(ref.id)}: no such note") from None
         except OSError as exc:
-            raise _write_failure(ref.id, exc, "delete") from None
+            raise write_failure(ref.id, exc, "delete") from None
     sha: str | None = None
     if commit or config.git_auto_commit:
-        from .git import commit_notes
+        from ..gitvault.git import commit_notes
 
         try:
             outcome = commit_notes(config, [(ref.path, None)], f"amem: delete {ref.id}")
@@ -433,7 +426,7 @@ def _rename(
         journal.start(version, sources)
         created: list[str] = []
         try:
-            _make_parents(os.path.dirname(new.path), created)
+            make_parents(os.path.dirname(new.path), created)
             try:
                 if os.path.islink(old.path):
                     _relink(old, new)
@@ -446,14 +439,16 @@ def _rename(
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(old.path)
         except OSError as exc:
-            _remove_folders(created)
+            remove_folders(created)
             journal.finish()
-            raise _write_failure(new.id, exc, "move") from None
+            raise write_failure(new.id, exc, "move") from None
         except BaseException:
-            _remove_folders(created)
+            remove_folders(created)
             journal.finish()
             raise
-    _remember(config, new.id, version)
+    from ..index.index import remember_written
+
+    remember_written(config, new.id, version)
     return version
 
 
@@ -542,7 +537,7 @@ def _plan_move(
 ) -> _Move:
     """Rename the file (or find it renamed: by an interrupted run, or by hand with `after`), start or
     resume the journal, and return what every link means before and after the move."""
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
     resumed = journal.load() and journal.plan is not None
     index = VaultIndex(config)
@@ -631,7 +626,7 @@ def _commit_move(
     written: dict[str, bytes],
     reporter: Reporter,
 ) -> str | None:
-    from .git import commit_notes
+    from ..gitvault.git import commit_notes
 
     vault = Path(config.vault_root)
     paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
@@ -649,7 +644,7 @@ def _commit_move(
 
 def _indexed(config: Config, note_id: str) -> bool:
     """Whether scans index a note at `note_id` (its folders are neither skipped nor excluded)."""
-    from .index import ALWAYS_SKIPPED
+    from ..index.scan import ALWAYS_SKIPPED
 
     for folder in note_id.split("/")[:-1]:
         if folder in ALWAYS_SKIPPED or folder in config.exclude_dirs:
@@ -709,7 +704,7 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
         return data
 
     try:
-        update_note(config, ref, transform)
+        save_note(config, ref, transform)
     except _Nothing:
         return 0
     return counted[0]

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .keeper import PROTOCOL
+from ..index.keeper_client import PROTOCOL
 
 if TYPE_CHECKING:
     import socket

@@ -30,7 +30,7 @@ from typing import Any
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
-from .observation import WatchedRoot
+from .rules import WatchedRoot
 
 #: Called with the root and the absolute path of a file that changed.
 OnPath = Callable[[WatchedRoot, str], None]

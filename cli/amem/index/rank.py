@@ -26,7 +26,7 @@ import math
 import sqlite3
 from collections.abc import Sequence
 
-from .index import select_in
+from .sql import select_in
 from .tokenize import Query
 
 HEAD_WEIGHT = 5.0

@@ -21,8 +21,8 @@ from ..errors import GitError, NotFound
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..notes.ids import NoteRef
     from ..report import Reporter
-    from .paths import NoteRef
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
 LOCK_WAIT_SECONDS = 3.0
@@ -384,7 +384,8 @@ def _identity(repo: Repository) -> tuple[dict[str, str], list[str]]:
     return env, warnings
 
 
-def _file_mode(path: Path) -> str:
+def file_mode(path: Path) -> str:
+    """The mode `git add` would record for the file: 100755 when its owner may execute it."""
     try:
         st = os.stat(path)
     except OSError:
@@ -481,6 +482,46 @@ class PathChange(NamedTuple):
     mode: str = "100644"
 
 
+class _Staged(NamedTuple):
+    """A commit's changes as index entries: the paths it removes and the `mode blob\tpath` lines it adds."""
+
+    removed: list[str]
+    entries: list[str]
+    #: every path the changes touch, in their order
+    paths: list[str]
+
+    def apply(self, repo: Repository, env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
+        """Apply the changes to the index that `env` names (GIT_INDEX_FILE)."""
+        if self.removed:
+            proc = _run(
+                ["update-index", "--force-remove", "-z", "--stdin"],
+                repo.top,
+                env=env,
+                check=False,
+                input="".join(f"{rel}\0" for rel in self.removed).encode("utf-8", "surrogateescape"),
+            )
+            if proc.returncode != 0 or not self.entries:
+                return proc
+        return _run(
+            ["update-index", "--add", "-z", "--index-info"],
+            repo.top,
+            env=env,
+            check=False,
+            input="".join(f"{entry}\0" for entry in self.entries).encode("utf-8", "surrogateescape"),
+        )
+
+
+def _stage(repo: Repository, changes: Sequence[PathChange]) -> _Staged:
+    """Store the added contents as blobs; the index entries that commit `changes`."""
+    entries: list[str] = []
+    for change in changes:
+        if change.content is not None:
+            # --path applies the clean filters (eol, LFS) that `git add` would for this path.
+            blob = _out(_run(["hash-object", "-w", "--stdin", f"--path={change.rel}"], repo.top, input=change.content))
+            entries.append(f"{change.mode} {blob}\t{change.rel}")
+    return _Staged([c.rel for c in changes if c.content is None], entries, [c.rel for c in changes])
+
+
 def commit_paths(repo: Repository, changes: Sequence[PathChange], message: str) -> CommitOutcome:
     """Commit exactly `changes` on top of HEAD, in one commit, and nothing else.
 
@@ -492,81 +533,66 @@ def commit_paths(repo: Repository, changes: Sequence[PathChange], message: str) 
     commit is what git reports as a rename.
     """
     ident_env, warnings = _identity(repo)
-    removed = [c.rel for c in changes if c.content is None]
-    entries: list[str] = []
-    for change in changes:
-        if change.content is not None:
-            # --path applies the clean filters (eol, LFS) that `git add` would for this path.
-            blob = _out(_run(["hash-object", "-w", "--stdin", f"--path={change.rel}"], repo.top, input=change.content))
-            entries.append(f"{change.mode} {blob}\t{change.rel}")
-
-    def apply_changes(env: Mapping[str, str]) -> subprocess.CompletedProcess[bytes]:
-        if removed:
-            proc = _run(
-                ["update-index", "--force-remove", "-z", "--stdin"],
-                repo.top,
-                env=env,
-                check=False,
-                input="".join(f"{rel}\0" for rel in removed).encode("utf-8", "surrogateescape"),
-            )
-            if proc.returncode != 0 or not entries:
-                return proc
-        return _run(
-            ["update-index", "--add", "-z", "--index-info"],
-            repo.top,
-            env=env,
-            check=False,
-            input="".join(f"{entry}\0" for entry in entries).encode("utf-8", "surrogateescape"),
-        )
-
+    staged = _stage(repo, changes)
     with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-git-") as scratch:
-        new_commit: str | None = None
-        for attempt in range(HEAD_RACE_ATTEMPTS):
-            head = head_commit(repo)
-            index_env = {"GIT_INDEX_FILE": os.path.join(scratch, f"commit-{attempt}")}
-            if head is not None:
-                _run(["read-tree", head], repo.top, env=index_env)
-            proc = apply_changes(index_env)
-            if proc.returncode != 0:
-                raise GitError(_failure(["update-index"], proc))
-            if head is None and not entries:
-                # No commit yet and nothing added: the removal of a file git never held changes nothing.
-                return CommitOutcome(hash=None, warnings=warnings)
-            tree = _out(_run(["write-tree"], repo.top, env=index_env))
-            if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
-                return CommitOutcome(hash=None, warnings=warnings)
-            commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
-            if head is not None:
-                commit_args += ["-p", head]
-            candidate = _out(_run(commit_args, repo.top, env=ident_env))
-            reflog = f"commit{'' if head else ' (initial)'}: {message}"
-            # An empty old value means "HEAD's branch must not exist yet", for the first commit.
-            proc = _run_waiting_for_locks(["update-ref", "-m", reflog, "HEAD", candidate, head or ""], repo.top)
-            if proc.returncode == 0:
-                new_commit = candidate
-                break
-            if not _ref_moved(_stderr(proc)):
-                raise GitError(_failure(["update-ref"], proc))
-        if new_commit is None:
-            raise GitError("could not commit: HEAD kept moving while amem was committing; try again")
-
-        # The commit is made; the user's index must now agree with it for these paths. git edits a
-        # copy (it would refuse the real index while we hold index.lock), which then replaces the index.
-        copy = os.path.join(scratch, "user-index")
-        if index_lock.index.exists():
-            shutil.copyfile(index_lock.index, copy)
-        proc = apply_changes({"GIT_INDEX_FILE": copy})
-        if proc.returncode == 0 and not os.path.exists(copy):
-            pass  # no index yet and only removals of paths it never held: nothing to publish
-        elif proc.returncode == 0:
-            index_lock.publish(Path(copy).read_bytes())
-        else:
-            paths = " ".join(c.rel for c in changes)
-            warnings.append(
-                f"committed {new_commit[:12]}, but could not update the git index entries for {paths} "
-                f"({_failure(['update-index'], proc)}); `git reset -q -- {paths}` brings them in line"
-            )
+        new_commit = _commit_on_head(repo, staged, message, ident_env, scratch)
+        if new_commit is not None:
+            _follow_in_users_index(repo, staged, index_lock, scratch, new_commit, warnings)
     return CommitOutcome(hash=new_commit, warnings=warnings)
+
+
+def _commit_on_head(
+    repo: Repository, staged: _Staged, message: str, ident_env: Mapping[str, str], scratch: str
+) -> str | None:
+    """Make the commit on top of HEAD and move HEAD to it, again on top of a commit that landed meanwhile;
+    None when the changes change nothing."""
+    for attempt in range(HEAD_RACE_ATTEMPTS):
+        head = head_commit(repo)
+        index_env = {"GIT_INDEX_FILE": os.path.join(scratch, f"commit-{attempt}")}
+        if head is not None:
+            _run(["read-tree", head], repo.top, env=index_env)
+        proc = staged.apply(repo, index_env)
+        if proc.returncode != 0:
+            raise GitError(_failure(["update-index"], proc))
+        if head is None and not staged.entries:
+            # No commit yet and nothing added: the removal of a file git never held changes nothing.
+            return None
+        tree = _out(_run(["write-tree"], repo.top, env=index_env))
+        if head is not None and tree == _out(_run(["rev-parse", f"{head}^{{tree}}"], repo.top)):
+            return None
+        commit_args = ["-c", "user.useConfigOnly=true", "commit-tree", tree, "-m", message]
+        if head is not None:
+            commit_args += ["-p", head]
+        candidate = _out(_run(commit_args, repo.top, env=ident_env))
+        reflog = f"commit{'' if head else ' (initial)'}: {message}"
+        # An empty old value means "HEAD's branch must not exist yet", for the first commit.
+        proc = _run_waiting_for_locks(["update-ref", "-m", reflog, "HEAD", candidate, head or ""], repo.top)
+        if proc.returncode == 0:
+            return candidate
+        if not _ref_moved(_stderr(proc)):
+            raise GitError(_failure(["update-ref"], proc))
+    raise GitError("could not commit: HEAD kept moving while amem was committing; try again")
+
+
+def _follow_in_users_index(
+    repo: Repository, staged: _Staged, index_lock: _IndexLock, scratch: str, commit: str, warnings: list[str]
+) -> None:
+    """The commit is made; the user's index must now agree with it for these paths. git edits a copy (it
+    would refuse the real index while we hold index.lock), which then replaces the index."""
+    copy = os.path.join(scratch, "user-index")
+    if index_lock.index.exists():
+        shutil.copyfile(index_lock.index, copy)
+    proc = staged.apply(repo, {"GIT_INDEX_FILE": copy})
+    if proc.returncode == 0 and not os.path.exists(copy):
+        return  # no index yet and only removals of paths it never held: nothing to publish
+    if proc.returncode == 0:
+        index_lock.publish(Path(copy).read_bytes())
+        return
+    paths = " ".join(staged.paths)
+    warnings.append(
+        f"committed {commit[:12]}, but could not update the git index entries for {paths} "
+        f"({_failure(['update-index'], proc)}); `git reset -q -- {paths}` brings them in line"
+    )
 
 
 # --- what the commands call -------------------------------------------------------------------------
@@ -600,7 +626,7 @@ def commit_notes(config: Config, notes: Sequence[tuple[Path, bytes | None]], mes
                 content = None
             except OSError as exc:
                 raise GitError(f"cannot read the note to commit it: {exc.strerror}") from None
-        changes.append(PathChange(repo.relpath(note_path), content, _file_mode(Path(note_path))))
+        changes.append(PathChange(repo.relpath(note_path), content, file_mode(Path(note_path))))
     outcome = commit_paths(repo, changes, message)
     outcome.initialised = initialised
     if initialised:
@@ -627,11 +653,11 @@ def maybe_commit(
     except GitError as exc:
         # The note is already written; say so, or the caller would think the write failed too.
         raise GitError(f'wrote note "{ref.id}" but did not commit it: {exc.message}', **exc.details) from None
-    _report(outcome.warnings, reporter)
+    report_warnings(outcome.warnings, reporter)
     return outcome.hash
 
 
-def _report(warnings: list[str], reporter: Reporter | None) -> None:
+def report_warnings(warnings: list[str], reporter: Reporter | None) -> None:
     if reporter is not None:
         for message in warnings:
             reporter.warn(message)
@@ -652,41 +678,3 @@ def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> dict
             for e in entries
         ],
     }
-
-
-def restore_note(
-    config: Config, ref: NoteRef, rev: str, base_version: str, commit: bool, *, reporter: Reporter | None = None
-) -> dict[str, Any]:
-    """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
-    `base_version`), and commit it when asked or configured; the commit's warnings go to `reporter`.
-    Returns {id, hash, version, commit}. History is never rewritten."""
-    from .write import update_note
-
-    repo = require_repository(Path(ref.path).parent)
-    rel = repo.relpath(ref.path)
-    full = resolve_commit(repo, rev)
-    if full is None:
-        raise NotFound(f'cannot restore note "{ref.id}": unknown revision "{rev}"', revision=rev)
-    short = short_hash(repo, full)
-    found = path_at(repo, full, rel)
-    if found is None:
-        raise NotFound(f'cannot restore note "{ref.id}": the note does not exist at {short}', revision=rev)
-    old_path, oid = found
-    content = blob_content(repo, oid, old_path)
-
-    result = update_note(config, ref, lambda _current: content, base_version=base_version)
-
-    new_commit: str | None = None
-    if commit or config.git_auto_commit:
-        try:
-            outcome = commit_file(
-                repo, rel, content, f"amem: restore {ref.id} to {short}", mode=_file_mode(Path(ref.path))
-            )
-        except GitError as exc:
-            raise GitError(
-                f'restored note "{ref.id}" to {short} (version {result.version}) but did not commit it: {exc.message}',
-                version=result.version,
-            ) from None
-        new_commit = outcome.hash
-        _report(outcome.warnings, reporter)
-    return {"id": result.id, "hash": full, "version": result.version, "commit": new_commit}

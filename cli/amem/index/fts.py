@@ -17,7 +17,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from .links import prose_lines
+from ..notes.links import prose_lines
 from .tokenize import field_text, id_stem
 
 SCHEMA = """

@@ -143,28 +143,44 @@ def stem(word: str) -> str:
     """The English stem of a folded word; words that are not plain ASCII letters stay as they are."""
     if len(word) <= 3 or not word.isascii() or not word.isalpha():
         return word
+    return _final_y(_past_or_progressive(_plural(word)))
+
+
+def _plural(word: str) -> str:
+    """Step 1a: `caresses` → `caress`, `ponies` → `poni`, `cats` → `cat`; `-ss`, `-us`, `-is` stay."""
     if word.endswith("sses") or word.endswith("ies"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith("ss") and not word.endswith("us") and not word.endswith("is"):
-        word = word[:-1]
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and not word.endswith("us") and not word.endswith("is"):
+        return word[:-1]
+    return word
+
+
+def _past_or_progressive(word: str) -> str:
+    """Step 1b: `agreed` → `agree`, `linking` → `link`, `hopping` → `hop`, `filing` → `file`."""
     if word.endswith("eed"):
-        if _measure(word[:-3]) > 0:
-            word = word[:-1]
-    else:
-        # Unlike Porter, "-ed" leaves at least four letters: "embed" is no past tense of "emb".
-        for suffix, shortest in (("ed", 4), ("ing", 3)):
-            if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]) and len(word) - len(suffix) >= shortest:
-                word = word[: -len(suffix)]
-                if word.endswith(("at", "bl", "iz")):
-                    word += "e"
-                elif len(word) >= 2 and word[-1] == word[-2] and _is_consonant(word, len(word) - 1):
-                    if word[-1] not in "lsz":
-                        word = word[:-1]
-                elif _measure(word) == 1 and _ends_cvc(word):
-                    word += "e"
-                break
+        return word[:-1] if _measure(word[:-3]) > 0 else word
+    # Unlike Porter, "-ed" leaves at least four letters: "embed" is no past tense of "emb".
+    for suffix, shortest in (("ed", 4), ("ing", 3)):
+        if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]) and len(word) - len(suffix) >= shortest:
+            return _restore_ending(word[: -len(suffix)])
+    return word
+
+
+def _restore_ending(word: str) -> str:
+    """After `-ed`/`-ing` went: `conflat` → `conflate`, `hopp` → `hop` (not `-ll`, `-ss`, `-zz`), `fil` → `file`."""
+    if word.endswith(("at", "bl", "iz")):
+        return word + "e"
+    if len(word) >= 2 and word[-1] == word[-2] and _is_consonant(word, len(word) - 1):
+        return word if word[-1] in "lsz" else word[:-1]
+    if _measure(word) == 1 and _ends_cvc(word):
+        return word + "e"
+    return word
+
+
+def _final_y(word: str) -> str:
+    """Step 1c: `happy` → `happi`, when a vowel comes before the `y`."""
     if word.endswith("y") and len(word) > 2 and _has_vowel(word[:-1]):
-        word = word[:-1] + "i"
+        return word[:-1] + "i"
     return word
 
 

@@ -13,9 +13,10 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..vault.paths import is_inside
+from ..notes.ids import is_inside
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -185,3 +186,17 @@ def _relative_exclusions(root: str, excluded: Iterable[str]) -> tuple[str, ...]:
                     rel = os.path.relpath(candidate, base)
                     found.add("" if rel == "." else rel.replace(os.sep, "/"))
     return tuple(sorted(found))
+
+
+@dataclass(eq=False)
+class WatchedRoot:
+    """One attached root: its absolute path, its project label and its ignore rules."""
+
+    path: str
+    project: str
+    rules: IgnoreRules
+    folders: int = field(default=0)
+
+    def rel(self, abs_path: str) -> str:
+        rel = os.path.relpath(abs_path, self.path)
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel

@@ -18,26 +18,23 @@ import json
 import marshal
 import os
 import sqlite3
-import time
-from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..atomicfile import TEMP_SUFFIX
 from ..digest import sha1_hex
 from ..errors import InternalError
-from ..report import Reporter
-from .links import (
+from ..notes.ids import open_regular
+from ..notes.links import (
     PATH_MARK,
     LinkResolver,
-    link_census,
-    link_key,
     normalise_target,
-    resolution_keys,
     resolve_stored,
-    stored_target,
 )
-from .paths import may_read, open_regular
+from ..report import Reporter
+from .batch import BATCH, IndexResolver, _Batch
+from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
+from .sql import select_in
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -46,14 +43,6 @@ _T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
 SCHEMA_VERSION = 8  # 8: Markdown and frontmatter links stored, each distinct target once
-ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
-#: A file or folder modified this shortly before a scan may change again within the file system's
-#: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
-#: content digest and such folders are listed again on the next refresh.
-RACY_NS = 2_000_000_000
-#: Notes indexed per transaction: small enough that other processes wait a fraction of a second for
-#: the write lock and that an interrupted build keeps nearly all its work, large enough to amortise.
-BATCH = 400
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
 #: meta key present while every note the last refresh found is in the index with its links resolved:
@@ -123,19 +112,6 @@ class RefreshStats:
         self.busy = False
 
 
-class VaultScan:
-    """What a scan saw: notes by id as (mtime_ns, size), and folders by vault-relative path."""
-
-    def __init__(self, listed: set[str] | None = None) -> None:
-        self.started_ns = time.time_ns()
-        self.files: dict[str, tuple[int, int]] = {}
-        self.dirs: dict[str, int] = {}
-        #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
-        self.listed = listed
-        #: amem temporary files the scan came across (a live writer's, or one a killed writer left)
-        self.temporaries: list[str] = []
-
-
 class _Diff:
     def __init__(self) -> None:
         self.removed: list[tuple[int, str]] = []
@@ -148,104 +124,6 @@ class _Diff:
     @property
     def pending(self) -> bool:
         return bool(self.removed or self.to_index or self.settled or self.dirs_changed)
-
-
-class _Walker:
-    """Lists vault folders by the spec's rules: skips .git, node_modules, .obsidian, other dot-folders
-    unless indexHiddenDirs, and excludeDirs at any depth. Symlinked folders are not followed; a
-    symlinked note counts only when its real path is inside the vault."""
-
-    def __init__(self, config: Config, scan: VaultScan) -> None:
-        self.root = os.path.abspath(config.vault_root)
-        self.real_root = os.path.realpath(self.root)
-        self.extensions = tuple(e.lower() for e in config.extensions)
-        self.excluded = set(config.exclude_dirs)
-        self.hidden = config.index_hidden_dirs
-        self.scan = scan
-        self.racy_before = scan.started_ns - RACY_NS
-
-    def folder_path(self, rel: str) -> str:
-        return os.path.join(self.root, rel) if rel else self.root
-
-    def skips_folder(self, name: str) -> bool:
-        return name in ALWAYS_SKIPPED or name in self.excluded or (name[0] == "." and not self.hidden)
-
-    def is_note(self, note_id: str) -> bool:
-        """Whether a scan would index `note_id` if the file exists (its name and folders)."""
-        lowered = note_id.lower()
-        if not lowered.endswith(self.extensions) or lowered.endswith(TEMP_SUFFIX) or not note_id:
-            return False
-        parts = note_id.split("/")
-        return all(part and part not in (".", "..") for part in parts) and not any(
-            self.skips_folder(part) for part in parts[:-1]
-        )
-
-    def stat_note(self, note_id: str) -> tuple[int, int] | None:
-        """(mtime_ns, size) of a note file amem may read, else None."""
-        path = os.path.join(self.root, note_id)
-        folder = os.path.dirname(note_id)
-        if os.path.realpath(os.path.dirname(path)) != (
-            os.path.join(self.real_root, folder) if folder else self.real_root
-        ):
-            return None  # through a symlinked folder, which scans do not follow
-        try:
-            st = os.lstat(path)
-            if st.st_mode & 0o170000 == 0o120000:  # a symlink: only to a file inside the vault
-                if not may_read(path, self.real_root):
-                    return None
-                st = os.stat(path)
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size) if st.st_mode & 0o170000 == 0o100000 else None
-
-    def list(self, rel: str, mtime_ns: int, skip: Container[str] = ()) -> None:
-        """Record folder `rel` and its notes; walk its subfolders, except those in `skip`."""
-        stack = [(rel, mtime_ns)]
-        while stack:
-            rel, mtime_ns = stack.pop()
-            try:
-                entries = os.scandir(self.folder_path(rel))
-            except OSError:
-                continue
-            self.scan.dirs[rel] = -1 if mtime_ns >= self.racy_before else mtime_ns
-            if self.scan.listed is not None:
-                self.scan.listed.add(rel)
-            files = self.scan.files
-            extensions = self.extensions
-            with entries:
-                # The hot loop of every search: notes first, with as few calls per entry as possible.
-                for entry in entries:
-                    name = entry.name
-                    try:
-                        if name.endswith(TEMP_SUFFIX):
-                            self.scan.temporaries.append(entry.path)
-                            continue
-                        if name.lower().endswith(extensions):
-                            if entry.is_symlink() and not may_read(entry.path, self.real_root):
-                                continue  # a link to outside the vault: never read
-                            st = entry.stat()
-                            if st.st_mode & 0o170000 == 0o100000:
-                                files[rel + name] = (st.st_mtime_ns, st.st_size)
-                                continue
-                        if entry.is_dir(follow_symlinks=False):
-                            if self.skips_folder(name):
-                                continue
-                            sub = f"{rel}{name}/"
-                            if sub not in skip:
-                                stack.append((sub, entry.stat(follow_symlinks=False).st_mtime_ns))
-                    except OSError:
-                        continue  # deleted during the scan, or a broken symlink
-
-
-def scan_vault(config: Config) -> VaultScan:
-    """Every indexable note and folder of the vault, each note stat'ed."""
-    scan = VaultScan()
-    try:
-        root_mtime = os.stat(config.vault_root).st_mtime_ns
-    except OSError:
-        return scan
-    _Walker(config, scan).list("", root_mtime)
-    return scan
 
 
 class VaultIndex:
@@ -413,7 +291,7 @@ class VaultIndex:
         return self.repairing(lambda: self._refresh(thorough, thorough if wait is None else wait))
 
     def _refresh(self, thorough: bool, wait: bool) -> RefreshStats:
-        from .keeper import synced
+        from .keeper_client import synced
 
         stats = RefreshStats()
         # The one place that decides how the vault is looked at: not at all when a live keeper of the
@@ -430,7 +308,7 @@ class VaultIndex:
             else:
                 scan = scan_vault(self.config) if thorough else self._quick_scan()
                 if scan.temporaries:
-                    from .write import sweep_temporaries
+                    from ..store.write import sweep_temporaries
 
                     sweep_temporaries(self.config, scan.temporaries)
                 diff = self._diff(scan)
@@ -459,7 +337,7 @@ class VaultIndex:
     def _update(self, note_ids: list[str]) -> RefreshStats:
         stats = RefreshStats()
         scan = VaultScan(listed=set())
-        walker = _Walker(self.config, scan)
+        walker = Walker(self.config, scan)
         for note_id in note_ids:
             found = walker.stat_note(note_id) if walker.is_note(note_id) else None
             if found is not None:
@@ -498,7 +376,7 @@ class VaultIndex:
         if not known_dirs:
             return scan_vault(self.config)
         scan = VaultScan(listed=set())
-        walker = _Walker(self.config, scan)
+        walker = Walker(self.config, scan)
         for rel, recorded in known_dirs.items():
             try:
                 st = os.lstat(walker.folder_path(rel))
@@ -525,9 +403,20 @@ class VaultIndex:
         (thorough), or of the folders that were listed again or vanished (quick); plus, always, the
         racily recent notes, whose content is compared, and the notes that could not be indexed, which
         are tried again (their problem may be gone with no visible change)."""
+        diff = _Diff()
+        rows, candidates, known_dirs = self._rows_to_compare(scan, diff)
+        known = {row[1]: row for row in rows}
+        self._check_racy(scan, self._compare(scan, known, diff), diff)
+        on_disk = scan.files
+        diff.to_index.extend(note_id for note_id in candidates if note_id in on_disk and note_id not in known)
+        self._retry_problems(scan, diff)
+        diff.dirs_changed = known_dirs != scan.dirs
+        return diff
+
+    def _rows_to_compare(self, scan: VaultScan, diff: _Diff) -> tuple[list[Any], Iterable[str], dict[str, int]]:
+        """The index rows the scan may differ from, the ids that may be new, and the folders as last seen."""
         conn = self.conn
         columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
-        diff = _Diff()
         rows = conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall()
         candidates: Iterable[str] = scan.files
         snapshot = self._snapshot() if scan.listed is None else None
@@ -535,19 +424,23 @@ class VaultIndex:
             # Folder mtimes only steer quick refreshes; a thorough one lists every folder anyway.
             known_files, known_dirs = snapshot
             files = scan.files
-            candidates = [i for i, seen in files.items() if known_files.get(i) != seen]
-            candidates += [i for i in known_files if i not in files]
-            rows += select_in(conn, f"{columns} WHERE id IN ({{}})", candidates)
-            diff.snapshot_stale = bool(candidates) or known_dirs != scan.dirs
+            changed = [i for i, seen in files.items() if known_files.get(i) != seen]
+            changed += [i for i in known_files if i not in files]
+            rows += select_in(conn, f"{columns} WHERE id IN ({{}})", changed)
+            diff.snapshot_stale = bool(changed) or known_dirs != scan.dirs
+            return rows, changed, known_dirs
+        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
+        diff.snapshot_stale = scan.listed is None
+        if scan.listed is None:
+            rows = conn.execute(columns).fetchall()
         else:
-            known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
-            diff.snapshot_stale = scan.listed is None
-            if scan.listed is None:
-                rows = conn.execute(columns).fetchall()
-            else:
-                folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
-                rows += select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
-        known = {row[1]: row for row in rows}
+            folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
+            rows += select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
+        return rows, candidates, known_dirs
+
+    @staticmethod
+    def _compare(scan: VaultScan, known: dict[str, Any], diff: _Diff) -> list[Any]:
+        """Note the removed and changed notes among the rows in `diff`; return the racily recent rows."""
         on_disk = scan.files
         racy = []
         for note_id, row in known.items():
@@ -561,11 +454,7 @@ class VaultIndex:
                     continue
             if row[4] is not None:
                 racy.append(row)
-        self._check_racy(scan, racy, diff)
-        diff.to_index.extend(note_id for note_id in candidates if note_id in on_disk and note_id not in known)
-        self._retry_problems(scan, diff)
-        diff.dirs_changed = known_dirs != scan.dirs
-        return diff
+        return racy
 
     def _retry_problems(self, scan: VaultScan, diff: _Diff) -> None:
         """Notes stored as unreadable whose file now reads and decodes: index them again."""
@@ -589,7 +478,7 @@ class VaultIndex:
         """Notes whose (mtime, size) matched but were modified racily recently: compare their content."""
         root = os.path.abspath(self.config.vault_root)
         for rowid, note_id, mtime_ns, size, digest, _ in rows:
-            if _digest_of(os.path.join(root, note_id)) != digest:
+            if digest_of(os.path.join(root, note_id)) != digest:
                 scan.files.setdefault(note_id, (mtime_ns, size))
                 diff.to_index.append(note_id)  # racily clean: same (mtime, size), other content
             elif mtime_ns < scan.started_ns - RACY_NS:
@@ -673,7 +562,7 @@ class VaultIndex:
 
     def _resolver(self, bulk: bool = False) -> LinkResolver:
         if not bulk:
-            return _IndexResolver(self.conn, self.config.extensions)
+            return IndexResolver(self.conn, self.config.extensions)
         ids = [row[0] for row in self.conn.execute("SELECT id FROM notes WHERE problem IS NULL")]
         return LinkResolver(ids, self.config.extensions)
 
@@ -735,339 +624,9 @@ class VaultIndex:
         self.conn.execute("INSERT OR REPLACE INTO seen (id, version) VALUES (?, ?)", (note_id, version))
 
 
-class _NoteRow(NamedTuple):
-    """A row of the notes table, in the order of its columns after rowid."""
-
-    id: str
-    folder: str
-    key: str
-    name_key: str
-    rkey: str
-    mtime_ns: int
-    size: int
-    digest: str | None
-    problem: str | None
-    title: str
-    title_key: str
-    tags: str
-    created: str | None
-    frontmatter: str
-    body_at: int
-    search: int
-
-
-#: `id=?, folder=?, …` for an UPDATE of every column of a _NoteRow.
-_ROW_ASSIGNMENTS = ", ".join(f"{name}=?" for name in _NoteRow._fields)
-
-
-class _ReadNote(NamedTuple):
-    """A note as a refresh read it: its row, its tags and its link targets (none when unreadable)."""
-
-    row: _NoteRow
-    tags: list[str]
-    targets: list[str]
-
-
-class _Batch:
-    """Applies one refresh's changes inside the transactions `_apply` opens, in two passes.
-
-    The first writes notes, tags and links, resolves links, and marks the search rows to write (changed
-    notes) or whose backlinks field to rewrite (notes whose linking notes changed). The second writes
-    those search rows, reading each note again, once every link of the refresh is known, so that a
-    cold build writes each row once with its final backlinks. The marks are committed with each batch:
-    an interrupted refresh leaves them for the next one to finish."""
-
-    def __init__(self, index: VaultIndex, scan: VaultScan, stats: RefreshStats, *, bulk: bool) -> None:
-        self.index = index
-        self.conn = index.conn
-        self.config = index.config
-        self.scan = scan
-        self.stats = stats
-        self.bulk = bulk
-        self.root = os.path.abspath(self.config.vault_root)
-        self.real_root = os.path.realpath(self.root)
-        self.racy_before = scan.started_ns - RACY_NS
-        self._memory: LinkResolver | None = None
-
-    def resolver(self) -> LinkResolver:
-        if not self.bulk:
-            return _IndexResolver(self.conn, self.config.extensions)
-        if self._memory is None:
-            self._memory = self.index._resolver(bulk=True)
-        return self._memory
-
-    def remove(self, removed: list[tuple[int, str]]) -> None:
-        from . import fts
-
-        conn = self.conn
-        rowids = [rowid for rowid, _ in removed]
-        dirty = {r[0] for r in select_in(conn, "SELECT resolved FROM links WHERE src IN ({})", rowids) if r[0]}
-        searchable = [
-            r[0]
-            for r in select_in(
-                conn, "SELECT rowid FROM notes WHERE rowid IN ({}) AND search != 1 AND problem IS NULL", rowids
-            )
-        ]
-        fts.delete(conn, searchable)
-        run_in(conn, "DELETE FROM notes WHERE rowid IN ({})", rowids)
-        run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
-        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
-        self.stats.removed += len(removed)
-        keys: set[str] = set()
-        for _, note_id in removed:
-            keys |= resolution_keys(note_id, self.config.extensions)
-        self._memory = None  # the in-memory resolver knew the removed notes
-        dirty |= self._reresolve(keys)
-        self._mark_backlinks(dirty)
-
-    def write(self, batch: list[str]) -> None:
-        """Index the notes of `batch` (new or changed): their rows, tags and links, in one go."""
-        if not batch:
-            return
-        conn = self.conn
-        known, readable_before, old_targets = self._forget(batch)
-        keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
-        added: list[str] = []
-        new_rows: list[tuple[Any, ...]] = []
-        next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
-        tag_rows: list[tuple[int, str]] = []
-        link_rows: list[tuple[int, int, str]] = []
-        for note_id in batch:
-            note = self._read(note_id)
-            self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
-            readable = note.row.problem is None
-            old = known.get(note_id)
-            if old is None:
-                self.stats.added += 1
-                rowid = next_rowid
-                next_rowid += 1
-                new_rows.append((rowid, *note.row))
-                if readable:
-                    keys |= resolution_keys(note_id, self.config.extensions)
-                    added.append(note_id)
-            else:
-                self.stats.changed += 1
-                rowid = old
-                if (rowid in readable_before) != readable:  # a link target or not now
-                    keys |= resolution_keys(note_id, self.config.extensions)
-                    self._memory = None
-                conn.execute(f"UPDATE notes SET {_ROW_ASSIGNMENTS} WHERE rowid=?", (*note.row, rowid))
-            tag_rows += [(rowid, tag) for tag in note.tags]
-            link_rows += [(rowid, seq, target) for seq, target in enumerate(note.targets)]
-        conn.executemany(
-            f"INSERT INTO notes (rowid, {', '.join(_NoteRow._fields)}) VALUES (?{', ?' * len(_NoteRow._fields)})",
-            new_rows,
-        )
-        conn.executemany("INSERT INTO note_tags (note, tag) VALUES (?, ?)", tag_rows)
-        if self._memory is not None:
-            for note_id in added:
-                self._memory.add(note_id)
-        self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
-
-    def _forget(self, batch: list[str]) -> tuple[dict[str, int], set[int], dict[int, set[str]]]:
-        """Drop what the index holds of the batch's known notes (links, tags, search rows); returns their
-        rowids by id, the rowids that were readable, and the notes each one linked to."""
-        from . import fts
-
-        conn = self.conn
-        known: dict[str, int] = {}
-        readable: set[int] = set()
-        searchable: list[int] = []
-        query = "SELECT id, rowid, problem IS NULL, search != 1 FROM notes WHERE id IN ({})"
-        for note_id, rowid, is_readable, has_search_row in select_in(conn, query, batch):
-            known[note_id] = rowid
-            if is_readable:
-                readable.add(rowid)
-                if has_search_row:
-                    searchable.append(rowid)
-        rowids = list(known.values())
-        # A note's outgoing links change the backlinks of the notes it stops or starts linking to only.
-        old_targets: dict[int, set[str]] = {}
-        for src, resolved in select_in(conn, "SELECT src, resolved FROM links WHERE src IN ({})", rowids):
-            if resolved:
-                old_targets.setdefault(src, set()).add(resolved)
-        run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
-        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
-        fts.delete(conn, searchable)
-        return known, readable, old_targets
-
-    def _read(self, note_id: str) -> _ReadNote:
-        """One note as the index keeps it: read (if amem may read it), parsed, its row made."""
-        from .notes import note_title, parse_note  # here: a refresh that changes nothing parses nothing
-        from .tags import note_tags
-        from .tokenize import title_key
-
-        path = os.path.join(self.root, note_id)
-        mtime_ns, size = self.scan.files[note_id]
-        data = b""
-        text = ""
-        problem: str | None = None
-        try:
-            if os.path.islink(path) and not may_read(path, self.real_root):
-                raise PermissionError(13, "it leads outside the vault")
-            with open_regular(path) as handle:
-                data = handle.read()
-                st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
-            mtime_ns, size = st.st_mtime_ns, st.st_size
-            text = data.decode("utf-8")
-        except OSError as exc:
-            data, problem = b"", f"cannot read it ({exc.strerror})"
-        except UnicodeDecodeError:
-            text, problem = "", "it is not UTF-8 text"
-        title, frontmatter, created, body_at = "", "{}", None, 0
-        tags: list[str] = []
-        targets: list[str] = []
-        if problem is None:
-            parsed = parse_note(text, note_id)  # YAML only beyond the simple subset
-            fields, body = parsed.frontmatter, parsed.body
-            title = note_title(fields, body, note_id)
-            frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
-            tags = note_tags(fields, body)
-            value = fields.get("created")
-            created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
-            body_at = len(data) - len(body.encode("utf-8"))
-            # Each distinct target once: a note that names one note a million times costs one row.
-            distinct = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0).distinct
-            targets = list(dict.fromkeys(t for t in (stored_target(link, note_id) for link in distinct) if t))
-        cut = note_id.rfind("/") + 1
-        key = link_key(note_id)
-        row = _NoteRow(
-            id=note_id,
-            folder=note_id[:cut],
-            key=key,
-            name_key=link_key(note_id[cut:]),
-            rkey=key[::-1],
-            mtime_ns=mtime_ns,
-            size=size,
-            digest=sha1_hex(data) if mtime_ns >= self.racy_before else None,
-            problem=problem,
-            title=title,
-            title_key=title_key(title),
-            tags=json.dumps(tags, ensure_ascii=False),
-            created=created,
-            frontmatter=frontmatter,
-            body_at=body_at,
-            search=0 if problem else 1,
-        )
-        return _ReadNote(row, tags, targets)
-
-    def _store_links(
-        self, link_rows: list[tuple[int, int, str]], keys: set[str], old_targets: dict[int, set[str]]
-    ) -> set[str]:
-        """Resolve and store the batch's links, and resolve again those elsewhere that `keys` may change;
-        returns the ids whose backlinks changed."""
-        if not link_rows and not keys:
-            return {target for targets in old_targets.values() for target in targets}
-        dirty = self._reresolve(keys)
-        resolver = self.resolver()
-        resolved = [
-            (src, seq, target, *_target_keys(target), resolve_stored(resolver, target))
-            for src, seq, target in link_rows
-        ]
-        self.conn.executemany(
-            "INSERT INTO links (src, seq, target, tkey, nkey, resolved) VALUES (?, ?, ?, ?, ?, ?)", resolved
-        )
-        new_targets: dict[int, set[str]] = {}
-        for src, _, _, _, _, target in resolved:
-            if target:
-                new_targets.setdefault(src, set()).add(target)
-        for src in old_targets.keys() | new_targets.keys():
-            dirty |= old_targets.get(src, set()) ^ new_targets.get(src, set())
-        return dirty
-
-    def _reresolve(self, keys: set[str]) -> set[str]:
-        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved.
-        That includes every link whose last segment is one of them: a link whose path matches no note
-        (`[[elsewhere/n]]`) falls back to any note of its base name, so a note of that name appearing or
-        going can change it."""
-        if not keys:
-            return set()
-        conn = self.conn
-        wanted = sorted(map(link_key, keys))
-        rows = set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", wanted))
-        names = [key for key in wanted if "/" not in key]
-        rows |= set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE nkey IN ({})", names))
-        if not rows:
-            return set()
-        resolver = self.resolver()
-        moved: set[str] = set()
-        updates = []
-        for target, old in rows:
-            new = resolve_stored(resolver, target)
-            if new != old:
-                updates.append((new, target))
-                moved |= {i for i in (old, new) if i}
-        conn.executemany("UPDATE links SET resolved = ? WHERE target = ?", updates)
-        return moved
-
-    def _mark_backlinks(self, dirty: set[str]) -> None:
-        """Notes whose linking notes changed: their search row's backlinks field is to be rewritten."""
-        run_in(
-            self.conn, "UPDATE notes SET search = 2 WHERE search = 0 AND problem IS NULL AND id IN ({})", sorted(dirty)
-        )
-
-    def search_rows(self) -> bool:
-        """Write one batch of the search rows marked by the first pass; False when none is left."""
-        from . import fts
-        from .tokenize import field_text
-
-        conn = self.conn
-        rows = conn.execute(
-            "SELECT rowid, id, title, body_at, search FROM notes WHERE search != 0 ORDER BY search, rowid LIMIT ?",
-            (BATCH,),
-        ).fetchall()
-        if not rows:
-            return False
-        sources = self._linking_ids([row[1] for row in rows])
-        inserts: list[tuple[int, str, str, str, str]] = []
-        relinks: list[tuple[str, int]] = []
-        for rowid, note_id, title, body_at, state in rows:
-            links = fts.links_text(sources.get(note_id, ()))
-            if state == 2:
-                relinks.append((links, rowid))
-                continue
-            body = self._body(note_id, body_at)
-            inserts.append((rowid, fts.head_text(note_id, title), fts.headings_text(body), links, field_text(body)))
-        fts.insert(conn, inserts)
-        fts.set_links(conn, relinks)
-        conn.executemany("UPDATE notes SET search = 0 WHERE rowid = ?", [(row[0],) for row in rows])
-        return True
-
-    def _body(self, note_id: str, body_at: int) -> str:
-        path = os.path.join(self.root, note_id)
-        try:
-            if os.path.islink(path) and not may_read(path, self.real_root):
-                return ""
-            with open_regular(path) as handle:
-                data = handle.read()
-        except OSError:
-            return ""  # gone since the first pass: the next refresh removes it
-        return data[body_at:].decode("utf-8", errors="replace")
-
-    def _linking_ids(self, note_ids: Sequence[str]) -> dict[str, list[str]]:
-        """note id → ids of the other notes that link to it, sorted."""
-        found: dict[str, list[str]] = {}
-        for target, src in select_in(
-            self.conn,
-            "SELECT DISTINCT l.resolved, n.id FROM links l JOIN notes n ON n.rowid = l.src "
-            "WHERE l.resolved IN ({}) ORDER BY n.id",
-            list(note_ids),
-        ):
-            if src != target:
-                found.setdefault(target, []).append(src)
-        return found
-
-
 #: Tables an optional feature keeps in the index database (semantic search's vectors, which it creates on
 #: first use): not part of the layout, so they never make the index look foreign; a rebuild drops them too.
 _FEATURE_TABLES = ("semantic_", "sqlite_autoindex_semantic_")
-
-
-def _target_keys(target: str) -> tuple[str, str]:
-    """A stored target's `tkey` and `nkey`: its link key, and its last segment's (a Markdown link's
-    without the mark, so that the note at its path, appearing or going, finds it)."""
-    path = target[len(PATH_MARK) :] if target.startswith(PATH_MARK) else target
-    return link_key(path), link_key(path.rsplit("/", 1)[-1])
 
 
 def _fingerprint(master: list[tuple[Any, ...]]) -> str:
@@ -1102,57 +661,16 @@ def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
     return exc
 
 
-class _IndexResolver(LinkResolver):
-    """Answers the resolver's lookups with indexed queries: cheap for a few links, where loading every
-    id into memory would cost more than the queries. As LinkResolver's lookups do, each receives
-    `link_key` forms and returns every id whose key matches; LinkResolver ranks them."""
-
-    def __init__(self, conn: sqlite3.Connection, extensions: tuple[str, ...]) -> None:
-        super().__init__((), extensions)
-        self.conn = conn
-
-    def _ids(self, where: str, values: Sequence[str]) -> list[str]:
-        sql = f"SELECT id FROM notes WHERE problem IS NULL AND ({where})"
-        return [row[0] for row in self.conn.execute(sql, list(values))]
-
-    def find_exact(self, keys: list[str]) -> list[str]:
-        return self._ids(f"key IN ({','.join('?' * len(keys))})", keys)
-
-    def find_suffix(self, keys: list[str]) -> list[str]:
-        """Ids whose key ends with `/` + one of `keys`."""
-        found: list[str] = []
-        for key in keys:
-            low = ("/" + key)[::-1]
-            found += self._ids("rkey >= ? AND rkey < ?", [low, low + "\U0010ffff"])
-        return found
-
-    def find_basename(self, keys: list[str]) -> list[str]:
-        return self._ids(f"name_key IN ({','.join('?' * len(keys))})", keys)
-
-
 def _statements(script: str) -> Iterator[str]:
     for statement in script.split(";"):
         if statement.strip():
             yield statement
 
 
-def select_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
-    """Rows of `sql` with its `IN ({})` filled with `values`, in chunks that SQLite's parameter cap accepts."""
-    for start in range(0, len(values), 900):
-        chunk = values[start : start + 900]
-        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
-
-
-def run_in(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> None:
-    """Run `sql` with its `IN ({})` filled with `values`, chunked as in select_in."""
-    for start in range(0, len(values), 900):
-        chunk = values[start : start + 900]
-        conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
-
-
-def _digest_of(path: str) -> str | None:
+def remember_written(config: Config, note_id: str, version: str) -> None:
+    """Record what amem wrote, so that `read` does not call amem's own write an external change."""
+    index = VaultIndex(config)
     try:
-        with open_regular(path) as handle:
-            return sha1_hex(handle.read())
-    except OSError:
-        return None
+        index.mark_seen(note_id, version)
+    finally:
+        index.close()

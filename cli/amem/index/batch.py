@@ -1,0 +1,390 @@
+"""One batch of a refresh: the notes it forgets, reads and stores (rows, tags, links, search rows), and
+the links it resolves again, each step named (`_Batch.write`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..digest import sha1_hex
+from ..notes.ids import may_read, open_regular
+from ..notes.links import (
+    PATH_MARK,
+    LinkResolver,
+    link_census,
+    link_key,
+    resolution_keys,
+    resolve_stored,
+    stored_target,
+)
+from .scan import RACY_NS
+from .sql import run_in, select_in
+
+if TYPE_CHECKING:
+    from .index import RefreshStats, VaultIndex
+    from .scan import VaultScan
+
+#: Notes indexed per transaction: small enough that other processes wait a fraction of a second for
+#: the write lock and that an interrupted build keeps nearly all its work, large enough to amortise.
+BATCH = 400
+
+
+class _NoteRow(NamedTuple):
+    """A row of the notes table, in the order of its columns after rowid."""
+
+    id: str
+    folder: str
+    key: str
+    name_key: str
+    rkey: str
+    mtime_ns: int
+    size: int
+    digest: str | None
+    problem: str | None
+    title: str
+    title_key: str
+    tags: str
+    created: str | None
+    frontmatter: str
+    body_at: int
+    search: int
+
+
+#: `id=?, folder=?, …` for an UPDATE of every column of a _NoteRow.
+_ROW_ASSIGNMENTS = ", ".join(f"{name}=?" for name in _NoteRow._fields)
+
+
+class _ReadNote(NamedTuple):
+    """A note as a refresh read it: its row, its tags and its link targets (none when unreadable)."""
+
+    row: _NoteRow
+    tags: list[str]
+    targets: list[str]
+
+
+class _Batch:
+    """Applies one refresh's changes inside the transactions `_apply` opens, in two passes.
+
+    The first writes notes, tags and links, resolves links, and marks the search rows to write (changed
+    notes) or whose backlinks field to rewrite (notes whose linking notes changed). The second writes
+    those search rows, reading each note again, once every link of the refresh is known, so that a
+    cold build writes each row once with its final backlinks. The marks are committed with each batch:
+    an interrupted refresh leaves them for the next one to finish."""
+
+    def __init__(self, index: VaultIndex, scan: VaultScan, stats: RefreshStats, *, bulk: bool) -> None:
+        self.index = index
+        self.conn = index.conn
+        self.config = index.config
+        self.scan = scan
+        self.stats = stats
+        self.bulk = bulk
+        self.root = os.path.abspath(self.config.vault_root)
+        self.real_root = os.path.realpath(self.root)
+        self.racy_before = scan.started_ns - RACY_NS
+        self._memory: LinkResolver | None = None
+
+    def resolver(self) -> LinkResolver:
+        if not self.bulk:
+            return IndexResolver(self.conn, self.config.extensions)
+        if self._memory is None:
+            self._memory = self.index._resolver(bulk=True)
+        return self._memory
+
+    def remove(self, removed: list[tuple[int, str]]) -> None:
+        from . import fts
+
+        conn = self.conn
+        rowids = [rowid for rowid, _ in removed]
+        dirty = {r[0] for r in select_in(conn, "SELECT resolved FROM links WHERE src IN ({})", rowids) if r[0]}
+        searchable = [
+            r[0]
+            for r in select_in(
+                conn, "SELECT rowid FROM notes WHERE rowid IN ({}) AND search != 1 AND problem IS NULL", rowids
+            )
+        ]
+        fts.delete(conn, searchable)
+        run_in(conn, "DELETE FROM notes WHERE rowid IN ({})", rowids)
+        run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
+        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
+        self.stats.removed += len(removed)
+        keys: set[str] = set()
+        for _, note_id in removed:
+            keys |= resolution_keys(note_id, self.config.extensions)
+        self._memory = None  # the in-memory resolver knew the removed notes
+        dirty |= self._reresolve(keys)
+        self._mark_backlinks(dirty)
+
+    def write(self, batch: list[str]) -> None:
+        """Index the notes of `batch` (new or changed): their rows, tags and links, in one go."""
+        if not batch:
+            return
+        conn = self.conn
+        known, readable_before, old_targets = self._forget(batch)
+        keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
+        added: list[str] = []
+        new_rows: list[tuple[Any, ...]] = []
+        next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
+        tag_rows: list[tuple[int, str]] = []
+        link_rows: list[tuple[int, int, str]] = []
+        for note_id in batch:
+            note = self._read(note_id)
+            self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
+            readable = note.row.problem is None
+            old = known.get(note_id)
+            if old is None:
+                self.stats.added += 1
+                rowid = next_rowid
+                next_rowid += 1
+                new_rows.append((rowid, *note.row))
+                if readable:
+                    keys |= resolution_keys(note_id, self.config.extensions)
+                    added.append(note_id)
+            else:
+                self.stats.changed += 1
+                rowid = old
+                if (rowid in readable_before) != readable:  # a link target or not now
+                    keys |= resolution_keys(note_id, self.config.extensions)
+                    self._memory = None
+                conn.execute(f"UPDATE notes SET {_ROW_ASSIGNMENTS} WHERE rowid=?", (*note.row, rowid))
+            tag_rows += [(rowid, tag) for tag in note.tags]
+            link_rows += [(rowid, seq, target) for seq, target in enumerate(note.targets)]
+        conn.executemany(
+            f"INSERT INTO notes (rowid, {', '.join(_NoteRow._fields)}) VALUES (?{', ?' * len(_NoteRow._fields)})",
+            new_rows,
+        )
+        conn.executemany("INSERT INTO note_tags (note, tag) VALUES (?, ?)", tag_rows)
+        if self._memory is not None:
+            for note_id in added:
+                self._memory.add(note_id)
+        self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
+
+    def _forget(self, batch: list[str]) -> tuple[dict[str, int], set[int], dict[int, set[str]]]:
+        """Drop what the index holds of the batch's known notes (links, tags, search rows); returns their
+        rowids by id, the rowids that were readable, and the notes each one linked to."""
+        from . import fts
+
+        conn = self.conn
+        known: dict[str, int] = {}
+        readable: set[int] = set()
+        searchable: list[int] = []
+        query = "SELECT id, rowid, problem IS NULL, search != 1 FROM notes WHERE id IN ({})"
+        for note_id, rowid, is_readable, has_search_row in select_in(conn, query, batch):
+            known[note_id] = rowid
+            if is_readable:
+                readable.add(rowid)
+                if has_search_row:
+                    searchable.append(rowid)
+        rowids = list(known.values())
+        # A note's outgoing links change the backlinks of the notes it stops or starts linking to only.
+        old_targets: dict[int, set[str]] = {}
+        for src, resolved in select_in(conn, "SELECT src, resolved FROM links WHERE src IN ({})", rowids):
+            if resolved:
+                old_targets.setdefault(src, set()).add(resolved)
+        run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
+        run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
+        fts.delete(conn, searchable)
+        return known, readable, old_targets
+
+    def _read(self, note_id: str) -> _ReadNote:
+        """One note as the index keeps it: read (if amem may read it), parsed, its row made."""
+        from ..notes.parse import note_title, parse_note  # here: a refresh that changes nothing parses nothing
+        from ..notes.tags import note_tags
+        from .tokenize import title_key
+
+        path = os.path.join(self.root, note_id)
+        mtime_ns, size = self.scan.files[note_id]
+        data = b""
+        text = ""
+        problem: str | None = None
+        try:
+            if os.path.islink(path) and not may_read(path, self.real_root):
+                raise PermissionError(13, "it leads outside the vault")
+            with open_regular(path) as handle:
+                data = handle.read()
+                st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
+            mtime_ns, size = st.st_mtime_ns, st.st_size
+            text = data.decode("utf-8")
+        except OSError as exc:
+            data, problem = b"", f"cannot read it ({exc.strerror})"
+        except UnicodeDecodeError:
+            text, problem = "", "it is not UTF-8 text"
+        title, frontmatter, created, body_at = "", "{}", None, 0
+        tags: list[str] = []
+        targets: list[str] = []
+        if problem is None:
+            parsed = parse_note(text, note_id)  # YAML only beyond the simple subset
+            fields, body = parsed.frontmatter, parsed.body
+            title = note_title(fields, body, note_id)
+            frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
+            tags = note_tags(fields, body)
+            value = fields.get("created")
+            created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
+            body_at = len(data) - len(body.encode("utf-8"))
+            # Each distinct target once: a note that names one note a million times costs one row.
+            distinct = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0).distinct
+            targets = list(dict.fromkeys(t for t in (stored_target(link, note_id) for link in distinct) if t))
+        cut = note_id.rfind("/") + 1
+        key = link_key(note_id)
+        row = _NoteRow(
+            id=note_id,
+            folder=note_id[:cut],
+            key=key,
+            name_key=link_key(note_id[cut:]),
+            rkey=key[::-1],
+            mtime_ns=mtime_ns,
+            size=size,
+            digest=sha1_hex(data) if mtime_ns >= self.racy_before else None,
+            problem=problem,
+            title=title,
+            title_key=title_key(title),
+            tags=json.dumps(tags, ensure_ascii=False),
+            created=created,
+            frontmatter=frontmatter,
+            body_at=body_at,
+            search=0 if problem else 1,
+        )
+        return _ReadNote(row, tags, targets)
+
+    def _store_links(
+        self, link_rows: list[tuple[int, int, str]], keys: set[str], old_targets: dict[int, set[str]]
+    ) -> set[str]:
+        """Resolve and store the batch's links, and resolve again those elsewhere that `keys` may change;
+        returns the ids whose backlinks changed."""
+        if not link_rows and not keys:
+            return {target for targets in old_targets.values() for target in targets}
+        dirty = self._reresolve(keys)
+        resolver = self.resolver()
+        resolved = [
+            (src, seq, target, *_target_keys(target), resolve_stored(resolver, target))
+            for src, seq, target in link_rows
+        ]
+        self.conn.executemany(
+            "INSERT INTO links (src, seq, target, tkey, nkey, resolved) VALUES (?, ?, ?, ?, ?, ?)", resolved
+        )
+        new_targets: dict[int, set[str]] = {}
+        for src, _, _, _, _, target in resolved:
+            if target:
+                new_targets.setdefault(src, set()).add(target)
+        for src in old_targets.keys() | new_targets.keys():
+            dirty |= old_targets.get(src, set()) ^ new_targets.get(src, set())
+        return dirty
+
+    def _reresolve(self, keys: set[str]) -> set[str]:
+        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved.
+        That includes every link whose last segment is one of them: a link whose path matches no note
+        (`[[elsewhere/n]]`) falls back to any note of its base name, so a note of that name appearing or
+        going can change it."""
+        if not keys:
+            return set()
+        conn = self.conn
+        wanted = sorted(map(link_key, keys))
+        rows = set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", wanted))
+        names = [key for key in wanted if "/" not in key]
+        rows |= set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE nkey IN ({})", names))
+        if not rows:
+            return set()
+        resolver = self.resolver()
+        moved: set[str] = set()
+        updates = []
+        for target, old in rows:
+            new = resolve_stored(resolver, target)
+            if new != old:
+                updates.append((new, target))
+                moved |= {i for i in (old, new) if i}
+        conn.executemany("UPDATE links SET resolved = ? WHERE target = ?", updates)
+        return moved
+
+    def _mark_backlinks(self, dirty: set[str]) -> None:
+        """Notes whose linking notes changed: their search row's backlinks field is to be rewritten."""
+        run_in(
+            self.conn, "UPDATE notes SET search = 2 WHERE search = 0 AND problem IS NULL AND id IN ({})", sorted(dirty)
+        )
+
+    def search_rows(self) -> bool:
+        """Write one batch of the search rows marked by the first pass; False when none is left."""
+        from . import fts
+        from .tokenize import field_text
+
+        conn = self.conn
+        rows = conn.execute(
+            "SELECT rowid, id, title, body_at, search FROM notes WHERE search != 0 ORDER BY search, rowid LIMIT ?",
+            (BATCH,),
+        ).fetchall()
+        if not rows:
+            return False
+        sources = self._linking_ids([row[1] for row in rows])
+        inserts: list[tuple[int, str, str, str, str]] = []
+        relinks: list[tuple[str, int]] = []
+        for rowid, note_id, title, body_at, state in rows:
+            links = fts.links_text(sources.get(note_id, ()))
+            if state == 2:
+                relinks.append((links, rowid))
+                continue
+            body = self._body(note_id, body_at)
+            inserts.append((rowid, fts.head_text(note_id, title), fts.headings_text(body), links, field_text(body)))
+        fts.insert(conn, inserts)
+        fts.set_links(conn, relinks)
+        conn.executemany("UPDATE notes SET search = 0 WHERE rowid = ?", [(row[0],) for row in rows])
+        return True
+
+    def _body(self, note_id: str, body_at: int) -> str:
+        path = os.path.join(self.root, note_id)
+        try:
+            if os.path.islink(path) and not may_read(path, self.real_root):
+                return ""
+            with open_regular(path) as handle:
+                data = handle.read()
+        except OSError:
+            return ""  # gone since the first pass: the next refresh removes it
+        return data[body_at:].decode("utf-8", errors="replace")
+
+    def _linking_ids(self, note_ids: Sequence[str]) -> dict[str, list[str]]:
+        """note id → ids of the other notes that link to it, sorted."""
+        found: dict[str, list[str]] = {}
+        for target, src in select_in(
+            self.conn,
+            "SELECT DISTINCT l.resolved, n.id FROM links l JOIN notes n ON n.rowid = l.src "
+            "WHERE l.resolved IN ({}) ORDER BY n.id",
+            list(note_ids),
+        ):
+            if src != target:
+                found.setdefault(target, []).append(src)
+        return found
+
+
+def _target_keys(target: str) -> tuple[str, str]:
+    """A stored target's `tkey` and `nkey`: its link key, and its last segment's (a Markdown link's
+    without the mark, so that the note at its path, appearing or going, finds it)."""
+    path = target[len(PATH_MARK) :] if target.startswith(PATH_MARK) else target
+    return link_key(path), link_key(path.rsplit("/", 1)[-1])
+
+
+class IndexResolver(LinkResolver):
+    """Answers the resolver's lookups with indexed queries: cheap for a few links, where loading every
+    id into memory would cost more than the queries. As LinkResolver's lookups do, each receives
+    `link_key` forms and returns every id whose key matches; LinkResolver ranks them."""
+
+    def __init__(self, conn: sqlite3.Connection, extensions: tuple[str, ...]) -> None:
+        super().__init__((), extensions)
+        self.conn = conn
+
+    def _ids(self, where: str, values: Sequence[str]) -> list[str]:
+        sql = f"SELECT id FROM notes WHERE problem IS NULL AND ({where})"
+        return [row[0] for row in self.conn.execute(sql, list(values))]
+
+    def find_exact(self, keys: list[str]) -> list[str]:
+        return self._ids(f"key IN ({','.join('?' * len(keys))})", keys)
+
+    def find_suffix(self, keys: list[str]) -> list[str]:
+        """Ids whose key ends with `/` + one of `keys`."""
+        found: list[str] = []
+        for key in keys:
+            low = ("/" + key)[::-1]
+            found += self._ids("rkey >= ? AND rkey < ?", [low, low + "\U0010ffff"])
+        return found
+
+    def find_basename(self, keys: list[str]) -> list[str]:
+        return self._ids(f"name_key IN ({','.join('?' * len(keys))})", keys)

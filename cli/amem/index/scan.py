@@ -1,0 +1,142 @@
+"""A scan of the vault: which notes exist and their (mtime, size), listed by the index's folder rules
+(skip `.git`, `node_modules`, `.obsidian`, other dot-folders unless indexHiddenDirs, and excludeDirs),
+without following symlinked folders or reading a file outside the vault."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Container
+from typing import TYPE_CHECKING
+
+from ..atomicfile import TEMP_SUFFIX
+from ..digest import sha1_hex
+from ..notes.ids import may_read, open_regular
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
+#: A file or folder modified this shortly before a scan may change again within the file system's
+#: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
+#: content digest and such folders are listed again on the next refresh.
+RACY_NS = 2_000_000_000
+
+
+class VaultScan:
+    """What a scan saw: notes by id as (mtime_ns, size), and folders by vault-relative path."""
+
+    def __init__(self, listed: set[str] | None = None) -> None:
+        self.started_ns = time.time_ns()
+        self.files: dict[str, tuple[int, int]] = {}
+        self.dirs: dict[str, int] = {}
+        #: folders whose notes are all in `files`; None when every folder was listed (a thorough scan)
+        self.listed = listed
+        #: amem temporary files the scan came across (a live writer's, or one a killed writer left)
+        self.temporaries: list[str] = []
+
+
+class Walker:
+    """Lists vault folders by the spec's rules: skips .git, node_modules, .obsidian, other dot-folders
+    unless indexHiddenDirs, and excludeDirs at any depth. Symlinked folders are not followed; a
+    symlinked note counts only when its real path is inside the vault."""
+
+    def __init__(self, config: Config, scan: VaultScan) -> None:
+        self.root = os.path.abspath(config.vault_root)
+        self.real_root = os.path.realpath(self.root)
+        self.extensions = tuple(e.lower() for e in config.extensions)
+        self.excluded = set(config.exclude_dirs)
+        self.hidden = config.index_hidden_dirs
+        self.scan = scan
+        self.racy_before = scan.started_ns - RACY_NS
+
+    def folder_path(self, rel: str) -> str:
+        return os.path.join(self.root, rel) if rel else self.root
+
+    def skips_folder(self, name: str) -> bool:
+        return name in ALWAYS_SKIPPED or name in self.excluded or (name[0] == "." and not self.hidden)
+
+    def is_note(self, note_id: str) -> bool:
+        """Whether a scan would index `note_id` if the file exists (its name and folders)."""
+        lowered = note_id.lower()
+        if not lowered.endswith(self.extensions) or lowered.endswith(TEMP_SUFFIX) or not note_id:
+            return False
+        parts = note_id.split("/")
+        return all(part and part not in (".", "..") for part in parts) and not any(
+            self.skips_folder(part) for part in parts[:-1]
+        )
+
+    def stat_note(self, note_id: str) -> tuple[int, int] | None:
+        """(mtime_ns, size) of a note file amem may read, else None."""
+        path = os.path.join(self.root, note_id)
+        folder = os.path.dirname(note_id)
+        if os.path.realpath(os.path.dirname(path)) != (
+            os.path.join(self.real_root, folder) if folder else self.real_root
+        ):
+            return None  # through a symlinked folder, which scans do not follow
+        try:
+            st = os.lstat(path)
+            if st.st_mode & 0o170000 == 0o120000:  # a symlink: only to a file inside the vault
+                if not may_read(path, self.real_root):
+                    return None
+                st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size) if st.st_mode & 0o170000 == 0o100000 else None
+
+    def list(self, rel: str, mtime_ns: int, skip: Container[str] = ()) -> None:
+        """Record folder `rel` and its notes; walk its subfolders, except those in `skip`."""
+        stack = [(rel, mtime_ns)]
+        while stack:
+            rel, mtime_ns = stack.pop()
+            try:
+                entries = os.scandir(self.folder_path(rel))
+            except OSError:
+                continue
+            self.scan.dirs[rel] = -1 if mtime_ns >= self.racy_before else mtime_ns
+            if self.scan.listed is not None:
+                self.scan.listed.add(rel)
+            files = self.scan.files
+            extensions = self.extensions
+            with entries:
+                # The hot loop of every search: notes first, with as few calls per entry as possible.
+                for entry in entries:
+                    name = entry.name
+                    try:
+                        if name.endswith(TEMP_SUFFIX):
+                            self.scan.temporaries.append(entry.path)
+                            continue
+                        if name.lower().endswith(extensions):
+                            if entry.is_symlink() and not may_read(entry.path, self.real_root):
+                                continue  # a link to outside the vault: never read
+                            st = entry.stat()
+                            if st.st_mode & 0o170000 == 0o100000:
+                                files[rel + name] = (st.st_mtime_ns, st.st_size)
+                                continue
+                        if entry.is_dir(follow_symlinks=False):
+                            if self.skips_folder(name):
+                                continue
+                            sub = f"{rel}{name}/"
+                            if sub not in skip:
+                                stack.append((sub, entry.stat(follow_symlinks=False).st_mtime_ns))
+                    except OSError:
+                        continue  # deleted during the scan, or a broken symlink
+
+
+def scan_vault(config: Config) -> VaultScan:
+    """Every indexable note and folder of the vault, each note stat'ed."""
+    scan = VaultScan()
+    try:
+        root_mtime = os.stat(config.vault_root).st_mtime_ns
+    except OSError:
+        return scan
+    Walker(config, scan).list("", root_mtime)
+    return scan
+
+
+def digest_of(path: str) -> str | None:
+    try:
+        with open_regular(path) as handle:
+            return sha1_hex(handle.read())
+    except OSError:
+        return None

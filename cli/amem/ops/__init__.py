@@ -1,0 +1,1 @@
+"""The vault operations the commands and the MCP server call: read, delete, move, restore, sync."""

@@ -1,1 +1,0 @@
-"""The vault core: note ids and paths, notes and frontmatter, links, the index, and safe writes."""
