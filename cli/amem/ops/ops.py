@@ -31,7 +31,7 @@ from ..notes.links import (
 from ..notes.parse import parse_note, version_of
 from ..output import quote
 from ..report import Reporter
-from ..store.write import check_version, make_parents, note_lock, remove_folders, write_failure
+from ..store.write import check_version, make_parents, note_lock, remove_folders, version_conflict, write_failure
 from ..timefmt import iso, now
 from .relink import spell_markdown_path, stamp_updated
 from .write import save_note
@@ -66,11 +66,7 @@ def _read_existing(ref: NoteRef, verb: str) -> bytes:
 
 def _check_version(ref: NoteRef, verb: str, base_version: str | None, current: str) -> None:
     if base_version is not None and base_version.lower() != current:
-        raise Conflict(
-            f"cannot {verb} note {quote(ref.id)}: it changed since version {base_version} "
-            f"(now {current}); read it again and retry",
-            current_version=current,
-        )
+        raise version_conflict(ref.id, verb, base_version, current, exists=True)
 
 
 # --- delete ---------------------------------------------------------------------------------------------
