@@ -32,6 +32,7 @@ def list_notes(
     """{notes: [{id, title, tags, bytes, mtime, created}], total, truncated}. `prefix` is a folder
     (`notes/`) or any id prefix; `tags` must all hold (see `tags`)."""
     from ..errors import UsageError
+    from ..notes.ids import normalise_prefix
     from ..notes.tags import notes_where
     from ..timefmt import from_epoch
     from .index import VaultIndex
@@ -40,9 +41,7 @@ def list_notes(
         raise UsageError(f"--sort must be one of {', '.join(SORTS)}, got {sort!r}")
     if limit is not None and limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
-    start = (prefix or "").replace("\\", "/").lstrip("/")
-    while start.startswith("./"):
-        start = start[2:]
+    start = normalise_prefix(prefix or "")
     where, params = notes_where(start, tags)
     index = VaultIndex(config, reporter)
 

@@ -39,11 +39,11 @@ def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
 
 
 def folder_prefix(folder: str) -> str:
-    """`notes`, `./notes/`, `/notes` → `notes/`; the vault root (`""`, `.`, `/`) → `""`."""
-    prefix = folder.replace("\\", "/").strip()
-    while prefix.startswith("./"):
-        prefix = prefix[2:]
-    prefix = prefix.strip("/")
+    """`notes`, `./notes/`, `/notes` → `notes/`; the vault root (`""`, `.`, `/`) → `""`; InvalidId for a
+    folder outside the vault (`../`)."""
+    from ..notes.ids import normalise_prefix
+
+    prefix = normalise_prefix(folder).rstrip("/")
     if prefix in ("", "."):
         return ""
     return prefix + "/"
