@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..report import Reporter
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..shapes import ListedNote, ListResult
 
 #: How each --sort orders notes: by id; most recently modified first; most recently created first
 #: (notes without `created` last). Ties go to the id.
@@ -28,7 +29,7 @@ def list_notes(
     sort: str = "id",
     limit: int | None = None,
     reporter: Reporter | None = None,
-) -> dict[str, Any]:
+) -> ListResult:
     """{notes: [{id, title, tags, bytes, mtime, created}], total, truncated}. `prefix` is a folder
     (`notes/`) or any id prefix; `tags` must all hold (see `tags`)."""
     from ..errors import UsageError
@@ -45,7 +46,7 @@ def list_notes(
     where, params = notes_where(start, tags)
     index = VaultIndex(config, reporter)
 
-    def query() -> dict[str, Any]:
+    def query() -> ListResult:
         index.refresh(thorough=False)
         conn = index.conn
         total = conn.execute(f"SELECT count(*) FROM notes WHERE {where}", params).fetchone()[0]
@@ -54,7 +55,7 @@ def list_notes(
             + (" LIMIT ?" if limit is not None else ""),
             [*params, limit] if limit is not None else params,
         ).fetchall()
-        notes = [
+        notes: list[ListedNote] = [
             {
                 "id": note_id,
                 "title": title,

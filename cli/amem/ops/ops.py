@@ -44,6 +44,7 @@ REWRITE_THREADS = 16
 if TYPE_CHECKING:
     from ..config import Config
     from ..index.index import VaultIndex
+    from ..shapes import DeleteResult, MoveResult
 
 
 def _lock_key(ref: NoteRef) -> str:
@@ -79,7 +80,7 @@ def delete_note(
     reporter: Reporter | None = None,
     *,
     commit: bool = False,
-) -> dict[str, Any]:
+) -> DeleteResult:
     """`amem delete`: remove one note, under its write lock, only if it is still at `base_version`.
 
     Returns {id, version (of the removed content), commit}. With `commit` (or git.autoCommit) the removal,
@@ -471,7 +472,7 @@ def move_note(
     *,
     commit: bool = False,
     after: bool = False,
-) -> dict[str, Any]:
+) -> MoveResult:
     """`amem move`: rename note OLD to NEW and rewrite every link in the vault that resolved to OLD so that it
     resolves to NEW (and any link NEW would take over so that it keeps its note), each rewrite through the
     locked write path. Returns {id: NEW, from: OLD, version, rewritten: [{id, links}], commit}.
