@@ -106,11 +106,9 @@ def memory_runtime_info(
 ) -> InfoResult:
     """Report which amem, config and vault this server uses, read-only, and whether it is safe to write.
 
-    Returns an identity envelope: version, module root, bundle, profile, working directory, vault (and
-    whether it and a git repository exist), a stable fingerprint, `warnings`, `mismatches` and
-    `preflight.safeToWrite`. safeToWrite is true only when absolute expectedCwd and expectedVaultRoot are
-    given, match after resolving symlinks, and nothing mismatches. Call it first, with the paths you expect,
-    before writing fixtures or notes into a vault you have not used before."""
+    preflight.safeToWrite is true only when absolute expectedCwd and expectedVaultRoot are given, match
+    after resolving symlinks, and nothing mismatches. Call it first, with the paths you expect, before
+    writing into a vault you have not used before."""
     from .info import Expectations, build_info
 
     return build_info(
@@ -134,15 +132,12 @@ def wiki_read(
 ) -> ReadResult:
     """Read one Markdown note from the vault, following its Obsidian-style [[link]] references to a depth.
 
-    Returns {id, title, frontmatter, body, links, linkedNotes, backlinks, version, mtime,
-    modifiedExternally, conflict}: `linkedNotes` holds the full notes its links reach (each with its own links and
-    linkedNotes, to `depth`), `backlinks` the ids of notes linking here, `version` a fingerprint of the
-    content to pass as `baseVersion` when you write this note, and `modifiedExternally` is true when the
-    file changed on disk since amem last saw it (edited by a person or another program). `conflict` is
-    true while a conflict copy left by a sync (NOTE.conflict-COMMIT.md) lies beside the note: read both and
-    merge them by hand. Every linked
-    note's whole body is returned, so a long note or a densely linked one costs many tokens: use depth=0
-    when you need only this note, and wiki_search first when you do not know which note to read."""
+    `linkedNotes` holds the notes its links reach (to `depth`), `backlinks` the ids of notes linking here,
+    `version` what to pass as `baseVersion` when you write this note; `modifiedExternally` is true when the
+    file changed on disk since amem last saw it, `conflict` while a sync's conflict copy
+    (NOTE.conflict-COMMIT.md) lies beside it: read both and merge by hand. Every linked note's whole body
+    is returned, so a densely linked note costs many tokens: use depth=0 for this note only, and
+    wiki_search first when you do not know which note to read."""
     from .ops.read import read_note
 
     return read_note(config, id, depth, reporter=_reporter())
@@ -175,11 +170,10 @@ def wiki_search(
 
     Words are OR-matched, a word also matches longer words it begins, and Chinese, Japanese and Korean need
     no spaces. Hits are ranked by relevance: title and id matches outrank body matches, rare words weigh
-    more, the whole query as a phrase scores extra, and notes linked from strong hits get a boost. Returns
-    {hits, total, truncated, fused, semantic}: each hit has the note's id, title, score, backlinks, an
-    `expired` flag and a short snippet; `total` counts every match before the cap, and `truncated` is true
-    when the cap cut the list (raise maxResults or refine the query). Cheap: use it before wiki_read, and
-    before asking the user which note they mean."""
+    more, the whole query as a phrase scores extra, and notes linked from strong hits get a boost. `total`
+    counts every match before the cap, and `truncated` is true when the cap cut the list (raise maxResults
+    or refine the query). Cheap: use it before wiki_read, and before asking the user which note they
+    mean."""
     from .index.search import search
 
     return search(
@@ -203,8 +197,7 @@ def wiki_list(
 ) -> ListResult:
     """List the vault's notes, or those of a folder, with their titles, tags, sizes and times.
 
-    Returns {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}: `total` counts every note
-    that matched before the cap. Use it to see what a folder holds or what was changed lately
+    `total` counts every note that matched before the cap. Use it to see what a folder holds or what was changed lately
     (sort=modified); use wiki_search to find notes by what they say."""
     from .index.listing import list_notes
 
@@ -237,10 +230,10 @@ def wiki_write(
 ) -> WriteResult:
     """Create a note, or append to or overwrite one, atomically. The id is relative to the vault root.
 
-    Returns {id, mode, bytes, version, created} (and `commit` when the vault commits writes to git).
-    `version` fingerprints what was written: pass it as baseVersion on your next write of this note,
-    without reading it again. Pass the version from wiki_read as baseVersion whenever you change a note
-    someone else may edit; on `conflict`, read the note again and redo your change on its new content."""
+    `version` fingerprints what was written (`commit` is there when the vault commits writes): pass it
+    as baseVersion on your next write of this note, without reading it again. Pass the version from
+    wiki_read as baseVersion whenever you change a note someone else may edit; on `conflict`, read the
+    note again and redo your change on its new content."""
     from .ops.write import write_note
 
     return write_note(
@@ -268,8 +261,8 @@ def wiki_delete(
 ) -> DeleteResult:
     """Remove a note from the vault. Links to it in other notes become unresolved; nothing else changes.
 
-    Returns {id, version, commit}: `version` is the removed content's (wiki_restore can bring it back from
-    git when the vault commits writes), `commit` the new commit's hash, or null. Pass baseVersion whenever
+    `version` is the removed content's (wiki_restore can bring it back from git when the vault commits
+    writes), `commit` the new commit's hash, or null. Pass baseVersion whenever
     someone else may have changed the note since you read it."""
     from .ops.ops import delete_note
 
@@ -292,9 +285,8 @@ def wiki_move(
     """Rename a note and rewrite every [[link]] in the vault that pointed at it, so that none breaks.
 
     Aliases, #headings, #^blocks and ! embeds are kept, and each link's style where it still resolves
-    uniquely; links in code are never touched; each rewritten note gets `updated`. Returns {id, from,
-    version, rewritten: [{id, links}], commit}. If the call is interrupted, the same call again finishes the
-    rewriting."""
+    uniquely; links in code are never touched; each rewritten note gets `updated`. If the call is
+    interrupted, the same call again finishes the rewriting."""
     from .ops.ops import move_note
 
     return move_note(config, id, newId, baseVersion, _reporter())
@@ -308,7 +300,7 @@ def wiki_history(
 ) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 
-    Returns {id, commits: [{hash, date, message, author}]}. Needs the vault to be in a git repository.
+    Needs the vault to be in a git repository.
     A hash from this list can be given to wiki_restore."""
     from .gitvault.git import note_history
     from .notes.ids import resolve_note
@@ -326,8 +318,8 @@ def wiki_restore(
     """Roll a note forward to the content it had at a commit, without rewriting history.
 
     baseVersion is required: the note's current version from wiki_read; a stale one fails with code
-    `conflict` and changes nothing. Returns {id, hash, version, commit}: `version` is the note's new
-    version, `commit` the new commit's hash when the vault commits writes to git, else null."""
+    `conflict` and changes nothing. `version` is the note's new version, `commit` the new commit's hash
+    when the vault commits writes to git, else null."""
     from .notes.ids import resolve_note
     from .ops.restore import restore_note
 
