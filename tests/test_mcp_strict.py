@@ -253,6 +253,7 @@ def test_every_tool_declares_an_output_schema_and_honest_hints(isolated_env: Pat
         jsonschema.Draft202012Validator.check_schema(schema)
         hints = tool.annotations
         assert hints is not None, name
+        assert name in HINTS, f"say in HINTS what {name} may do, as its declaration does"
         assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == HINTS[name], name
         assert hints.open_world_hint is False, name
 
