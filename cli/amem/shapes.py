@@ -22,6 +22,8 @@ class LinkRecord(TypedDict):
     heading: str | None
     block: str | None
     embed: bool
+    #: `wiki` for [[links]], `markdown` for [text](note.md), `frontmatter` for [[links]] in frontmatter values
+    kind: str
     resolved: str | None
 
 
@@ -31,6 +33,8 @@ class LinkedNote(TypedDict):
     frontmatter: dict[str, Any]
     body: str
     links: list[LinkRecord]
+    #: `links` lists the first 10,000 links and this is true when the note holds more
+    linksTruncated: bool
     version: str
     linkedNotes: list[LinkedNote]
 
@@ -41,12 +45,15 @@ class ReadResult(TypedDict):
     frontmatter: dict[str, Any]
     body: str
     links: list[LinkRecord]
+    linksTruncated: bool
     linkedNotes: list[LinkedNote]
     backlinks: list[str]
     version: str
     mtime: str
     modifiedExternally: bool
     conflict: bool
+    #: what a read beside another process's index build could not know (`backlinks`)
+    incomplete: NotRequired[list[str]]
 
 
 # --- search and list -----------------------------------------------------------------------------------

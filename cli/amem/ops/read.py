@@ -117,7 +117,7 @@ def read_note(config: Config, raw_id: str, depth: int | None = None, *, reporter
         backlinks = index.backlinks(ref.id)
     finally:
         index.close()
-    result = {
+    result: ReadResult = {
         "id": record["id"],
         "title": record["title"],
         "frontmatter": record["frontmatter"],
