@@ -108,6 +108,12 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES_AMEM | {"amem.ops.write", "amem.store.write", "amem.index.search"},
         "amem.ops.write",
     ),
+    "edit": (
+        ["edit", "x", "--prepend", "more"],
+        NOTES | {"fcntl"},
+        NOTES_AMEM | {"amem.ops.edit", "amem.ops.write", "amem.store.write", "amem.index.search", "amem.atomicfile"},
+        "amem.ops.edit",
+    ),
     "history": (
         ["history", "x"],
         GIT | {"fcntl"},
