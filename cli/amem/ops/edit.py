@@ -233,7 +233,7 @@ def edit_text(text: str, edit: Edit, stamp: str, reporter: Reporter | None = Non
     """The note's text after `edit`, with `updated` stamped; and how many occurrences or sections changed."""
     kind = edit.kind()
     parts = _split(text)
-    nl = newline_of(text)
+    nl = newline_of(parts.body if "\n" in parts.body else text)  # what it inserts follows the body's lines
     if kind == "find":
         body, replaced = find_replace(parts.body, edit.find or "", edit.replace or "", edit.all, nl)
     elif kind == "section":
