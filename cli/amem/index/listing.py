@@ -92,7 +92,8 @@ def list_notes(
     if limit is not None and limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     start = normalise_prefix(prefix or "")
-    where, params = notes_where(start, tags)
+    where, tag_params = notes_where(start, tags)
+    params: list[Any] = list(tag_params)
     if since is not None:
         # clamped to SQLite's integers: a moment past 2262 keeps nothing, one before 1678 everything
         threshold_ns = max(-(2**63), min(2**63 - 1, int(since_epoch(since, config.tz, time.time()) * 1e9)))
