@@ -38,6 +38,7 @@ from .mcp_declare import Declared, declare, unknown_tool
 from .report import CollectingReporter, Reporter
 from .shapes import (
     DeleteResult,
+    EditResult,
     HistoryResult,
     InfoResult,
     ListResult,
@@ -190,18 +191,29 @@ def wiki_list(
         Field(description="Only notes carrying every one of these tags (with or without #, any case)."),
     ] = None,
     sort: Annotated[
-        typing.Literal["id", "modified", "created"],
-        Field(description="id (default), or newest first by modification time or by frontmatter `created`."),
-    ] = "id",
+        typing.Literal["id", "modified", "created"] | None,
+        Field(
+            description="id (default; modified with since), or newest first by modification time or by "
+            "frontmatter `created`."
+        ),
+    ] = None,
     maxResults: Annotated[int | None, Field(ge=1, description="Return at most this many notes.")] = None,
+    since: Annotated[
+        str | None,
+        Field(
+            description="Only notes modified since then: a duration back from now ('30m', '12h', '2d', '1w') "
+            "or an ISO date or time ('2026-11-30', '2026-11-30T09:00+01:00'); newest first unless sort is given."
+        ),
+    ] = None,
 ) -> ListResult:
     """List the vault's notes, or those of a folder, with their titles, tags, sizes and times.
 
-    `total` counts every note that matched before the cap. Use it to see what a folder holds or what was changed lately
-    (sort=modified); use wiki_search to find notes by what they say."""
+    `total` counts every note that matched before the cap. Use it to see what a folder holds, or with
+    since='2d' what changed lately (newest first), at the start of a session; use wiki_search to find notes
+    by what they say."""
     from .index.listing import list_notes
 
-    return list_notes(config, folder, tags=tags or (), sort=sort, limit=maxResults, reporter=_reporter())
+    return list_notes(config, folder, tags=tags or (), sort=sort, limit=maxResults, since=since, reporter=_reporter())
 
 
 @tool(read_only=False, destructive=True, idempotent=False)
@@ -245,6 +257,48 @@ def wiki_write(
         require_existing=requireExisting,
         reporter=_reporter(),
     )
+
+
+@tool(read_only=False, destructive=True, idempotent=False)
+def wiki_edit(
+    config: Config,
+    id: NoteId,
+    find: Annotated[
+        str | None,
+        Field(description="Exact text in the body to replace (may span lines); it must occur exactly once."),
+    ] = None,
+    replace: Annotated[str | None, Field(description="What replaces `find` (may be empty).")] = None,
+    all: Annotated[bool, Field(description="Replace every occurrence of `find` (at least one) instead.")] = False,
+    section: Annotated[
+        str | None,
+        Field(
+            description="A heading, e.g. 'Status' (any case, any level) or '## Status' (that level): what lies "
+            "under it, up to the next heading of the same or a higher level, is replaced by `content`."
+        ),
+    ] = None,
+    content: Annotated[str | None, Field(description="The new text under `section`.")] = None,
+    prepend: Annotated[
+        str | None, Field(description="Markdown to insert at the start of the body, after the frontmatter.")
+    ] = None,
+    baseVersion: Annotated[
+        str | None,
+        Field(
+            description="Edit only if the note's version is still this (from wiki_read or wiki_write); "
+            "otherwise the call fails with code `conflict` and changes nothing."
+        ),
+    ] = None,
+) -> EditResult:
+    """Change part of an existing note without sending it all back: one of find+replace, section+content,
+    or prepend per call.
+
+    The frontmatter stays as written but for `updated`, which is stamped; everything you do not name
+    stays byte for byte. Nothing is written, and the error says how many matches there were, when `find`
+    occurs 0 or several times (give more surrounding text, or all=true) or the heading is missing or
+    repeated. Pass the `version` it returns as baseVersion on your next change."""
+    from .ops.edit import Edit, edit_note
+
+    edit = Edit(find=find, replace=replace, all=all, section=section, content=content, prepend=prepend)
+    return edit_note(config, id, edit, base_version=baseVersion, reporter=_reporter())
 
 
 @tool(read_only=False, destructive=True)

@@ -103,6 +103,15 @@ class WriteResult(TypedDict):
     commit: NotRequired[str]
 
 
+class EditResult(TypedDict):
+    id: str
+    version: str
+    bytes: int
+    #: how many occurrences or sections changed
+    replaced: int
+    commit: NotRequired[str]
+
+
 class DeleteResult(TypedDict):
     id: str
     version: str

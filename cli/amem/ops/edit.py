@@ -22,6 +22,7 @@ from .write import save_note
 if TYPE_CHECKING:
     from ..config import Config
     from ..report import Reporter
+    from ..shapes import EditResult
 
 _BOM = "\ufeff"
 #: An ATX heading line (without its line ending): up to 3 spaces, 1-6 `#`, its text, optional closing `#`s.
@@ -254,7 +255,7 @@ def edit_note(
     base_version: str | None = None,
     commit: bool = False,
     reporter: Reporter | None = None,
-) -> dict[str, Any]:
+) -> EditResult:
     """`amem edit`: apply `edit` to an existing note under its lock, guarded by `base_version`, and commit
     it when `commit` or git.autoCommit asks. Returns {id, version, bytes, replaced}, plus `commit` when a
     commit was made. Nothing is written when the edit does not fit the note."""
@@ -280,7 +281,7 @@ def edit_note(
         return new.encode("utf-8")
 
     result = save_note(config, ref, transform, base_version=base_version, require_existing=True)
-    data: dict[str, Any] = {"id": result.id, "version": result.version, "bytes": result.bytes, "replaced": replaced[0]}
+    data: EditResult = {"id": result.id, "version": result.version, "bytes": result.bytes, "replaced": replaced[0]}
     if commit or config.git_auto_commit:
         from ..gitvault.git import maybe_commit
 
