@@ -15,8 +15,7 @@ from .write import ContentCommand, _content
     "edit",
     cls=ContentCommand,
     epilog="""
-    amem edit notes/auth --find "expire after 24 hours" --replace "expire after 12 hours"
-    amem edit notes/auth --find TODO --replace DONE --all --base-version "$version"
+    amem edit notes/auth --find "after 24 hours" --replace "after 12 hours" --base-version "$version"
     echo "Deployed on Friday." | amem edit notes/release --section Status
     amem edit notes/log --prepend "Read this first: the keys rotated." --commit
     """,
@@ -52,9 +51,10 @@ def command(
     base_version: str | None,
     commit: bool,
 ) -> None:
-    """Change part of note ID: --find/--replace, --section HEADING, or --prepend.
+    """Change part of a note: find and replace, a section, or a prepend.
 
-    Exactly one of them per call. CONTENT (for --section and --prepend) comes from the argument or stdin.
+    Exactly one of --find/--replace, --section HEADING or --prepend per call. CONTENT (for --section
+    and --prepend) comes from the argument or stdin.
     The frontmatter is kept byte for byte but `updated`; nothing is written when the edit does not fit
     (the text found 0 or several times, a missing or repeated heading).
 

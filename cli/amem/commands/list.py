@@ -13,11 +13,9 @@ from . import Command
     "list",
     cls=Command,
     epilog="""
-    amem list notes/
-    amem list --tag auth --sort modified --limit 10
-    amem list | jq -r '.notes[].id'
+    amem list notes/ --tag auth --limit 10
     amem list --since 2d
-    amem list decisions/ --since 2026-11-30 --sort id
+    amem list --since 2026-11-30 | jq -r '.notes[].id'
     """,
 )
 @click.argument("prefix", required=False, metavar="[PREFIX]")

@@ -155,7 +155,8 @@ def find_replace(body: str, find: str, replace: str, every: bool, nl: str) -> tu
     if starts == 0:
         raise _mismatch("the text to find", 0, "nothing matched: copy it exactly from the note")
     if starts > 1 and not every:
-        raise _mismatch("the text to find", starts, "give more of the text around it to make it unique, or all")
+        hint = "give more of the text around it to make it unique, or replace all of them (--all)"
+        raise _mismatch("the text to find", starts, hint)
     text = replace.replace("\r\n", "\n").replace("\n", nl)
     return pattern.subn(lambda _: text, body, count=0 if every else 1)
 
