@@ -273,3 +273,20 @@ def test_edits_racing_appends_lose_nothing(isolated_env: Path, vault: Path) -> N
     assert len(entries) == 160
     assert "counter 60 end" in text and text.count("counter ") == 1
     assert parse_note(text).frontmatter["created"].startswith("2026-01-01")
+
+
+@pytest.mark.parametrize("block", ["bad: [o\n", "- a list\n- not a mapping\n"])
+def test_a_frontmatter_block_that_does_not_parse_is_left_as_written(amem: Any, vault: Path, block: str) -> None:
+    path = write_file(vault / "odd.md", f"---\n{block}---\nbody text\n")  # "o" in the block too
+    assert amem("edit", "odd", "--prepend", "top").exit_code == 0
+    assert path.read_text() == f"---\n{block}---\ntop\n\nbody text\n"
+    assert amem("edit", "odd", "--find", "o", "--replace", "0", "--all").json["replaced"] == 2  # the body's only
+    assert path.read_text().startswith(f"---\n{block}---\n")
+
+
+def test_frontmatter_that_a_line_edit_cannot_stamp_is_kept_with_a_warning(amem: Any, vault: Path) -> None:
+    text = "---\n{title: t,\n  tags: [a]}\n---\nbody text\n"
+    path = write_file(vault / "flow.md", text)
+    result = amem("edit", "flow", "--find", "body", "--replace", "the")
+    assert result.exit_code == 0 and "updated" in result.stderr
+    assert path.read_text() == text.replace("body", "the")

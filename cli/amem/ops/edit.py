@@ -90,9 +90,14 @@ def _split(text: str) -> _Parts:
     bom = _BOM if text.startswith(_BOM) else ""
     text = text[len(bom) :]
     note = parse_note(text)
+    if note.frontmatter_text is None and note.warnings:
+        # A block that does not parse: left exactly as written (no `updated`), and no edit reaches into it.
+        from ..notes.simple_yaml import split_frontmatter
+
+        body = split_frontmatter(text)[1]
+        return _Parts(bom, text[: len(text) - len(body)], None, body, {}, False)
     head = text[: len(text) - len(note.body)]
-    stampable = not (note.frontmatter_text is None and note.warnings)
-    return _Parts(bom, head, note.frontmatter_text, note.body, note.frontmatter, stampable)
+    return _Parts(bom, head, note.frontmatter_text, note.body, note.frontmatter, True)
 
 
 def newline_of(text: str) -> str:
