@@ -152,11 +152,22 @@ def _mismatch(what: str, count: int, hint: str) -> EditMismatch:
     return EditMismatch(f"{what} occurs {times} in the body; {hint}; nothing was written", matches=count)
 
 
+def _occurrences(pattern: re.Pattern[str], body: str) -> int:
+    """How many places `pattern` matches at, overlapping ones included: `aa` is twice in `aaa`, and a
+    replacement of either would be a guess."""
+    count = 0
+    found = pattern.search(body)
+    while found is not None:
+        count += 1
+        found = pattern.search(body, found.start() + 1)
+    return count
+
+
 def find_replace(body: str, find: str, replace: str, every: bool, nl: str) -> tuple[str, int]:
     """`body` with `find` replaced: its only occurrence, or with `every` each one (left to right, not
     overlapping). A line break in `find` matches LF or CRLF; the replacement's take the note's `nl`."""
     pattern = re.compile(r"\r?\n".join(re.escape(piece) for piece in find.replace("\r\n", "\n").split("\n")))
-    starts = len(pattern.findall(body)) if every else sum(1 for _ in re.finditer(f"(?=(?:{pattern.pattern}))", body))
+    starts = len(pattern.findall(body)) if every else _occurrences(pattern, body)
     if starts == 0:
         raise _mismatch("the text to find", 0, "nothing matched: copy it exactly from the note")
     if starts > 1 and not every:
