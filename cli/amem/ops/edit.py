@@ -46,7 +46,7 @@ class Edit(NamedTuple):
     prepend: str | None = None
 
     def kind(self) -> str:
-        """ "find", "section" or "prepend"; a usage error unless exactly one operation is fully given."""
+        """Which edit this is (find, section or prepend); a usage error unless exactly one is fully given."""
         chosen = [name for name in ("find", "section", "prepend") if getattr(self, name) is not None]
         if len(chosen) != 1:
             shown = ", ".join(chosen) if chosen else "none"
