@@ -32,6 +32,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "wiki_search": {"query": "anything"},
     "wiki_list": {},
     "wiki_write": {"id": "made", "content": "x"},
+    "wiki_edit": {"id": "guard", "prepend": "x"},
     "wiki_delete": {"id": "guard"},
     "wiki_move": {"id": "guard", "newId": "moved"},
     "wiki_history": {"id": "guard"},
@@ -46,6 +47,7 @@ HINTS = {
     "wiki_list": (True, False, True),
     "wiki_history": (True, False, True),
     "wiki_write": (False, True, False),
+    "wiki_edit": (False, True, False),
     "wiki_delete": (False, True, True),
     "wiki_move": (False, True, True),
     "wiki_restore": (False, True, True),
@@ -281,6 +283,8 @@ def test_every_tools_real_result_validates_against_its_schema(
         await ok("wiki_list", folder="notes/", tags=["x"], sort="created")
         written = await ok("wiki_write", id="notes/a", content="more", baseVersion=read["version"])
         await ok("wiki_write", id="c", content="# C\n", mode="overwrite")
+        await ok("wiki_edit", id="c", find="# C", replace="# See")
+        await ok("wiki_list", since="1d")
         await ok("wiki_history", id="notes/a", limit=5)
         await ok("wiki_restore", id="notes/a", hash=first, baseVersion=written["version"])
         await ok("wiki_move", id="b", newId="bee")
@@ -298,6 +302,7 @@ def test_every_tools_real_result_validates_against_its_schema(
         ("wiki_list", ["list"]),
         ("wiki_history", ["history", "notes/a"]),
         ("wiki_write", ["write", "d", "text"]),
+        ("wiki_edit", ["edit", "d", "--prepend", "first"]),
     ):
         done = run_amem(isolated_env, *args)
         assert done.returncode == 0, done.stderr
