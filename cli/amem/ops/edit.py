@@ -17,6 +17,7 @@ from ..notes.ids import resolve_note
 from ..notes.parse import parse_note
 from ..output import quote
 from ..timefmt import iso, now
+from .relink import stamp_updated
 from .write import save_note
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ _BOM = "\ufeff"
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*\Z")
 #: A heading as the caller names it: `Status`, `## Status`, `##Status`.
 _NAMED = re.compile(r"(#{1,6})[ \t]*(.*)\Z", re.S)
-#: The top-level `updated` key of a frontmatter line, bare or quoted.
-_UPDATED_LINE = re.compile(r"""(?:updated|"updated"|'updated')[ \t]*:(?:[ \t]|\Z)""")
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\r?\n)*")
 
 
@@ -107,27 +106,14 @@ def newline_of(text: str) -> str:
 
 
 def _stamped_head(parts: _Parts, stamp: str, nl: str) -> str:
-    """The head with its `updated` line set to `stamp`: the last `updated` line (and the lines that continue
-    its value) replaced in place, else a new line at the end of the block in the block's own line
-    ending, else (a note without frontmatter) a new block."""
-    line = f"updated: {stamp}"
+    """The head with its `updated` line set to `stamp`, as a move stamps it (`stamp_updated`: the last
+    `updated` line edited in place, else a line added in the block's own line ending), or, for a note
+    without frontmatter, a new block."""
     if parts.block is None:
-        return f"---{nl}{line}{nl}---{nl}"
+        return f"---{nl}updated: {stamp}{nl}---{nl}"
     opening = parts.head[: parts.head.index("\n") + 1]
     closing = parts.head[len(opening) + len(parts.block) :]
-    lines = parts.block.split("\n")[:-1] if parts.block else []
-    found = [i for i, text in enumerate(lines) if _UPDATED_LINE.match(text)]
-    if found:
-        at = found[-1]
-        end = at + 1
-        while end < len(lines) and lines[end][:1] in (" ", "\t", "-"):
-            end += 1  # the value goes on (a block scalar, a list): all of it is the `updated` entry
-        ending = "\r" if lines[end - 1].endswith("\r") else ""
-        lines[at:end] = [line + ending]
-    else:
-        ending = "\r" if (lines[-1] if lines else opening[:-1]).endswith("\r") else ""
-        lines.append(line + ending)
-    return opening + "".join(text + "\n" for text in lines) + closing
+    return opening + stamp_updated(parts.block, stamp, "\r\n" if opening.endswith("\r\n") else "\n") + closing
 
 
 def _head_for(parts: _Parts, stamp: str, nl: str, reporter: Reporter | None) -> str:
