@@ -16,6 +16,8 @@ def amem_bin(folder: Path) -> Path:
     else a wrapper that runs `python -m amem` with this interpreter (the same installed package)."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "amem"
+    if target.exists():  # made by an earlier call in the same test
+        return folder
     script = Path(sys.executable).parent / "amem"
     if script.is_file() and os.access(script, os.X_OK):
         target.symlink_to(script)

@@ -44,7 +44,7 @@ def test_delete_with_a_stale_version_removes_nothing(vault: Path, amem: Any) -> 
     result = amem("delete", "x", "--base-version", version_of(b"before\n"))
     assert result.exit_code == 4
     assert result.error["code"] == "conflict"
-    assert result.error["current_version"] == version_of(b"now\n")
+    assert result.error["currentVersion"] == version_of(b"now\n")
     assert text(note) == "now\n"
     assert amem("delete", "x", "--base-version", version_of(b"now\n")).exit_code == 0
     assert not note.exists()

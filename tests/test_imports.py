@@ -108,6 +108,12 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES_AMEM | {"amem.ops.write", "amem.store.write", "amem.index.search"},
         "amem.ops.write",
     ),
+    "edit": (
+        ["edit", "x", "--prepend", "more"],
+        NOTES | {"fcntl"},
+        NOTES_AMEM | {"amem.ops.edit", "amem.ops.write", "amem.store.write", "amem.index.search", "amem.atomicfile"},
+        "amem.ops.edit",
+    ),
     "history": (
         ["history", "x"],
         GIT | {"fcntl"},
@@ -162,6 +168,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES | GIT | WATCH | MCP_SDK,
         NOTES_AMEM
         | {"amem.mcp_server", "amem.watcher", "amem.keeper.keeper", "amem.keeper.folder", "amem.keeper.requests"}
+        # the declarations its schemas come from: argument checks and the shapes of the results
+        | {"amem.mcp_declare", "amem.shapes"}
         | {f"amem.watcher.{m}" for m in ("observation", "redact")}
         | {"amem.fswatch.observer", "amem.fswatch.rules"},
         "amem.mcp_server",

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "floor",
         frozenset(
             {"amem", "amem.errors", "amem.digest", "amem.timefmt", "amem.atomicfile", "amem.report", "amem.output"}
-            | {"amem.config", "amem.cachedir"}
+            | {"amem.config", "amem.cachedir", "amem.shapes"}
         ),
     ),
     ("the note model", frozenset({"amem.notes"})),
@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("the watcher", frozenset({"amem.watcher"})),
     (
         "the commands",
-        frozenset({"amem.cli", "amem.commands", "amem.mcp_server", "amem.completion", "amem.info"})
+        frozenset({"amem.cli", "amem.commands", "amem.mcp_server", "amem.mcp_declare", "amem.completion", "amem.info"})
         | {"amem._docs", "amem.__main__"},
     ),
 ]

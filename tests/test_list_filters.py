@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from amem.notes.tags import note_tags
 from tests.conftest import write_file
 
 
-def ids(result: dict[str, Any], key: str = "hits") -> list[str]:
+def ids(result: Mapping[str, Any], key: str = "hits") -> list[str]:
     return [item["id"] for item in result[key]]
 
 

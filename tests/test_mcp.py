@@ -29,8 +29,9 @@ TOOLS = {
     "memory_runtime_info": {"expectedCwd", "expectedVaultRoot", "expectedModuleRoot", "expectedProfile"},
     "wiki_read": {"id", "depth"},
     "wiki_search": {"query", "exactTitle", "maxResults", "tags", "folder"},
-    "wiki_list": {"prefix", "tags", "sort", "limit"},
+    "wiki_list": {"folder", "tags", "sort", "maxResults", "since"},
     "wiki_write": {"id", "content", "mode", "baseVersion", "requireExisting"},
+    "wiki_edit": {"id", "find", "replace", "all", "section", "content", "prepend", "baseVersion"},
     "wiki_delete": {"id", "baseVersion"},
     "wiki_move": {"id", "newId", "baseVersion"},
     "wiki_history": {"id", "limit"},
@@ -160,7 +161,7 @@ def test_list_and_search_filters_equal_the_commands_output(isolated_env: Path, v
 
     async def test(client: Client) -> None:
         results["all"] = await client.ok("wiki_list")
-        results["folder"] = await client.ok("wiki_list", prefix="projects/", sort="modified", limit=1)
+        results["folder"] = await client.ok("wiki_list", folder="projects/", sort="modified", maxResults=1)
         results["tagged"] = await client.ok("wiki_list", tags=["#AUTH"])
         results["search"] = await client.ok("wiki_search", query="token", tags=["auth"], folder="projects/")
         bad = await client.error("wiki_list", sort="size")

@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from amem.index.tokenize import Query, field_text
 from tests.conftest import write_file
 
 
-def ids(result: dict[str, Any]) -> list[str]:
+def ids(result: Mapping[str, Any]) -> list[str]:
     return [hit["id"] for hit in result["hits"]]
 
 
@@ -231,7 +232,7 @@ def test_the_phrase_bonus_is_the_sum_of_idfs_in_the_title_and_half_in_the_body(v
     write_file(vault / "body.md", note("Body", "token rotation and then"))
     write_file(vault / "title.md", note("Token rotation", "and then nothing"))
     write_file(vault / "other.md", note("Other", "unrelated words only"))
-    hits = {hit["id"]: hit["score"] for hit in search(config, "token rotation")["hits"]}
+    hits: dict[str, Any] = {hit["id"]: hit["score"] for hit in search(config, "token rotation")["hits"]}
     n, df = 4, 3
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
     assert hits["body.md"] - hits["apart.md"] == pytest.approx(idf, abs=1e-5)  # half of 2·idf
@@ -243,7 +244,7 @@ def test_a_note_linked_from_a_strong_hit_gains_a_share_of_its_score(vault: Path,
     write_file(vault / "linked.md", note("L", "we deploy once"))
     write_file(vault / "plain.md", note("P", "we deploy once"))
     write_file(vault / "unrelated.md", note("U", "nothing here [[linked]]"))
-    hits = {hit["id"]: hit["score"] for hit in search(config, "deploy")["hits"]}
+    hits: dict[str, Any] = {hit["id"]: hit["score"] for hit in search(config, "deploy")["hits"]}
     assert list(hits) == ["strong.md", "linked.md", "plain.md"]
     assert hits["linked.md"] - hits["plain.md"] == pytest.approx(0.15 * hits["strong.md"], abs=1e-5)
 

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ COFFEE = "# Coffee\n\nThe espresso machine on the third floor needs descaling ea
 PARAPHRASE = "how long do credentials stay valid"
 
 
-def ids(result: dict[str, Any]) -> list[str]:
+def ids(result: Mapping[str, Any]) -> list[str]:
     return [hit["id"] for hit in result["hits"]]
 
 

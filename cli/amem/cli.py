@@ -29,6 +29,7 @@ COMMANDS = (
     "search",
     "list",
     "write",
+    "edit",
     "delete",
     "move",
     "history",

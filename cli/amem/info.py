@@ -11,11 +11,14 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config import Config
 from .notes.ids import is_inside, vault_problem
+
+if TYPE_CHECKING:
+    from .shapes import InfoResult, Mismatch
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def fingerprint(identity: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def build_info(config: Config, expected: Expectations, *, package_root: Path | None = None) -> dict[str, Any]:
+def build_info(config: Config, expected: Expectations, *, package_root: Path | None = None) -> InfoResult:
     """The envelope `amem info` prints: identity (which amem, config, vault, profile), the checks against
     `expected`, and the preflight. `package_root` stands in for the running package's folder in tests."""
     root = package_root if package_root is not None else module_root()
@@ -65,7 +68,7 @@ def build_info(config: Config, expected: Expectations, *, package_root: Path | N
         "configFiles": [str(p) for p in config.config_files],
     }
 
-    mismatches: list[dict[str, Any]] = []
+    mismatches: list[Mismatch] = []
     warnings: list[str] = list(config.warnings)
     if (problem := vault_problem(config)) is not None:
         warnings.append(problem)

@@ -1,18 +1,20 @@
 """`amem mcp`: the vault as Model Context Protocol tools, served on stdio with the official `mcp` SDK.
 
 Each tool is a plain function in `TOOLS` that takes the server's Config and the tool's arguments (named as
-the model sees them) and returns exactly what the matching command prints. `build_server` wraps every one
-so that the result is the tool's structured content (and the same JSON as text, for clients that read only
-text), and so that an AmemError becomes a tool error whose structured content is the command's error
-object, `{"error": {code, message, …}}`. Nothing a call does can stop the server: an unexpected exception
-is an `internal` tool error too, its traceback logged on stderr. stdout is the protocol; logs go to stderr.
+the model sees them) and returns exactly what the matching command prints, typed by its TypedDict in
+`shapes`. `mcp_declare` derives from each declaration its strict argument check, its input and output
+schemas and its annotations; the server here lists them and runs each call: the result is the tool's
+structured content (and the same JSON as text, for clients that read only text), and an AmemError, a
+refused argument included, becomes a tool error whose structured content is the command's error object,
+`{"error": {code, message, …}}`. Nothing a call does can stop the server: an unexpected exception is an
+`internal` tool error too, its traceback logged on stderr. stdout is the protocol; logs go to stderr.
 
-A new tool is one more decorated function here calling a library function.
+A new tool is one more decorated function here calling a library function and returning its shape.
 """
 
 from __future__ import annotations
 
-import inspect
+import functools
 import json
 import logging
 import os
@@ -21,25 +23,42 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, ContentBlock, TextContent, ToolAnnotations
+import anyio
+import anyio.to_thread
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp_types import CallToolRequestParams, CallToolResult, ContentBlock, ListToolsResult, TextContent
 from pydantic import Field
 
 from . import __version__
 from .config import Config
-from .errors import AmemError, InternalError, UsageError, WatchError
+from .errors import AmemError, InternalError, WatchError
 from .keeper.keeper import Keeper
+from .mcp_declare import Declared, declare, unknown_tool
 from .report import CollectingReporter, Reporter
+from .shapes import (
+    DeleteResult,
+    EditResult,
+    HistoryResult,
+    InfoResult,
+    ListResult,
+    MoveResult,
+    ReadResult,
+    RestoreResult,
+    SearchResult,
+    WriteResult,
+)
 
 logger = logging.getLogger("amem.mcp")
 
-ToolFunction = Callable[..., dict[str, Any]]
+ToolFunction = Callable[..., Any]
 
 
 class Tool(typing.NamedTuple):
     function: ToolFunction
     read_only: bool
+    destructive: bool
+    idempotent: bool
 
 
 #: The tools, in the order a client lists them.
@@ -53,12 +72,16 @@ INSTRUCTIONS = (
 )
 
 
-def tool(*, read_only: bool) -> Callable[[ToolFunction], ToolFunction]:
+def tool(
+    *, read_only: bool, destructive: bool = False, idempotent: bool = True
+) -> Callable[[ToolFunction], ToolFunction]:
     """Register a tool. Its docstring is the description the model reads; its first parameter receives
-    the server's Config, the others are the tool's arguments."""
+    the server's Config, the others are the tool's arguments; its return type is the result's shape. The
+    hints say whether it only reads, may change or remove what is there, and whether calling it again with
+    the same arguments changes nothing more."""
 
     def register(function: ToolFunction) -> ToolFunction:
-        TOOLS.append(Tool(function, read_only))
+        TOOLS.append(Tool(function, read_only, destructive, idempotent))
         return function
 
     return register
@@ -71,6 +94,7 @@ NoteId = Annotated[
     Field(description="Vault-relative note id with '/' separators, e.g. 'projects/auth.md' (the .md may be left out)."),
 ]
 Version = Annotated[str, Field(description="The note's `version` from your last wiki_read or wiki_write of it.")]
+Folder = Annotated[str | None, Field(description="Only notes in this folder or below it, e.g. 'projects/'.")]
 
 
 @tool(read_only=True)
@@ -80,14 +104,12 @@ def memory_runtime_info(
     expectedVaultRoot: Annotated[str | None, Field(description="Absolute path the vault must be.")] = None,
     expectedModuleRoot: Annotated[str | None, Field(description="Folder the running amem package must lie in.")] = None,
     expectedProfile: Annotated[str | None, Field(description="Profile name that must be in effect.")] = None,
-) -> dict[str, Any]:
+) -> InfoResult:
     """Report which amem, config and vault this server uses, read-only, and whether it is safe to write.
 
-    Returns an identity envelope: version, module root, bundle, profile, working directory, vault (and
-    whether it and a git repository exist), a stable fingerprint, `warnings`, `mismatches` and
-    `preflight.safeToWrite`. safeToWrite is true only when absolute expectedCwd and expectedVaultRoot are
-    given, match after resolving symlinks, and nothing mismatches. Call it first, with the paths you expect,
-    before writing fixtures or notes into a vault you have not used before."""
+    preflight.safeToWrite is true only when absolute expectedCwd and expectedVaultRoot are given, match
+    after resolving symlinks, and nothing mismatches. Call it first, with the paths you expect, before
+    writing into a vault you have not used before."""
     from .info import Expectations, build_info
 
     return build_info(
@@ -108,18 +130,15 @@ def wiki_read(
             "0 reads only this note).",
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> ReadResult:
     """Read one Markdown note from the vault, following its Obsidian-style [[link]] references to a depth.
 
-    Returns {id, title, frontmatter, body, links, linkedNotes, backlinks, version, mtime,
-    modifiedExternally, conflict}: `linkedNotes` holds the full notes its links reach (each with its own links and
-    linkedNotes, to `depth`), `backlinks` the ids of notes linking here, `version` a fingerprint of the
-    content to pass as `baseVersion` when you write this note, and `modifiedExternally` is true when the
-    file changed on disk since amem last saw it (edited by a person or another program). `conflict` is
-    true while a conflict copy left by a sync (NOTE.conflict-COMMIT.md) lies beside the note: read both and
-    merge them by hand. Every linked
-    note's whole body is returned, so a long note or a densely linked one costs many tokens: use depth=0
-    when you need only this note, and wiki_search first when you do not know which note to read."""
+    `linkedNotes` holds the notes its links reach (to `depth`), `backlinks` the ids of notes linking here,
+    `version` what to pass as `baseVersion` when you write this note; `modifiedExternally` is true when the
+    file changed on disk since amem last saw it, `conflict` while a sync's conflict copy
+    (NOTE.conflict-COMMIT.md) lies beside it: read both and merge by hand. Every linked note's whole body
+    is returned, so a densely linked note costs many tokens: use depth=0 for this note only, and
+    wiki_search first when you do not know which note to read."""
     from .ops.read import read_note
 
     return read_note(config, id, depth, reporter=_reporter())
@@ -146,17 +165,16 @@ def wiki_search(
             "with or without #, any case; nested tags count)."
         ),
     ] = None,
-    folder: Annotated[str | None, Field(description="Only notes in this folder or below it, e.g. 'projects/'.")] = None,
-) -> dict[str, Any]:
+    folder: Folder = None,
+) -> SearchResult:
     """Search the vault's notes by title, id and body keywords.
 
     Words are OR-matched, a word also matches longer words it begins, and Chinese, Japanese and Korean need
     no spaces. Hits are ranked by relevance: title and id matches outrank body matches, rare words weigh
-    more, the whole query as a phrase scores extra, and notes linked from strong hits get a boost. Returns
-    {hits, total, truncated, fused, semantic}: each hit has the note's id, title, score, backlinks, an
-    `expired` flag and a short snippet; `total` counts every match before the cap, and `truncated` is true
-    when the cap cut the list (raise maxResults or refine the query). Cheap: use it before wiki_read, and
-    before asking the user which note they mean."""
+    more, the whole query as a phrase scores extra, and notes linked from strong hits get a boost. `total`
+    counts every match before the cap, and `truncated` is true when the cap cut the list (raise maxResults
+    or refine the query). Cheap: use it before wiki_read, and before asking the user which note they
+    mean."""
     from .index.search import search
 
     return search(
@@ -167,30 +185,38 @@ def wiki_search(
 @tool(read_only=True)
 def wiki_list(
     config: Config,
-    prefix: Annotated[
-        str | None, Field(description="Only notes whose id starts with this: a folder such as 'projects/'.")
-    ] = None,
+    folder: Folder = None,
     tags: Annotated[
         list[str] | None,
         Field(description="Only notes carrying every one of these tags (with or without #, any case)."),
     ] = None,
     sort: Annotated[
-        typing.Literal["id", "modified", "created"],
-        Field(description="id (default), or newest first by modification time or by frontmatter `created`."),
-    ] = "id",
-    limit: Annotated[int | None, Field(ge=1, description="Return at most this many notes.")] = None,
-) -> dict[str, Any]:
+        typing.Literal["id", "modified", "created"] | None,
+        Field(
+            description="id (default; modified with since), or newest first by modification time or by "
+            "frontmatter `created`."
+        ),
+    ] = None,
+    maxResults: Annotated[int | None, Field(ge=1, description="Return at most this many notes.")] = None,
+    since: Annotated[
+        str | None,
+        Field(
+            description="Only notes modified since then: a duration back from now ('30m', '12h', '2d', '1w') "
+            "or an ISO date or time ('2026-11-30', '2026-11-30T09:00+01:00'); newest first unless sort is given."
+        ),
+    ] = None,
+) -> ListResult:
     """List the vault's notes, or those of a folder, with their titles, tags, sizes and times.
 
-    Returns {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}: `total` counts every note
-    that matched before the limit. Use it to see what a folder holds or what was changed lately
-    (sort=modified); use wiki_search to find notes by what they say."""
+    `total` counts every note that matched before the cap. Use it to see what a folder holds, or with
+    since='2d' what changed lately (newest first), at the start of a session; use wiki_search to find notes
+    by what they say."""
     from .index.listing import list_notes
 
-    return list_notes(config, prefix, tags=tags or (), sort=sort, limit=limit, reporter=_reporter())
+    return list_notes(config, folder, tags=tags or (), sort=sort, limit=maxResults, since=since, reporter=_reporter())
 
 
-@tool(read_only=False)
+@tool(read_only=False, destructive=True, idempotent=False)
 def wiki_write(
     config: Config,
     id: NoteId,
@@ -213,13 +239,13 @@ def wiki_write(
     requireExisting: Annotated[
         bool, Field(description="Fail instead of creating a new note, so a mistyped id creates nothing.")
     ] = False,
-) -> dict[str, Any]:
+) -> WriteResult:
     """Create a note, or append to or overwrite one, atomically. The id is relative to the vault root.
 
-    Returns {id, mode, bytes, version, created} (and `commit` when the vault commits writes to git).
-    `version` fingerprints what was written: pass it as baseVersion on your next write of this note,
-    without reading it again. Pass the version from wiki_read as baseVersion whenever you change a note
-    someone else may edit; on `conflict`, read the note again and redo your change on its new content."""
+    `version` fingerprints what was written (`commit` is there when the vault commits writes): pass it
+    as baseVersion on your next write of this note, without reading it again. Pass the version from
+    wiki_read as baseVersion whenever you change a note someone else may edit; on `conflict`, read the
+    note again and redo your change on its new content."""
     from .ops.write import write_note
 
     return write_note(
@@ -233,7 +259,49 @@ def wiki_write(
     )
 
 
-@tool(read_only=False)
+@tool(read_only=False, destructive=True, idempotent=False)
+def wiki_edit(
+    config: Config,
+    id: NoteId,
+    find: Annotated[
+        str | None,
+        Field(description="Exact text in the body to replace (may span lines); it must occur exactly once."),
+    ] = None,
+    replace: Annotated[str | None, Field(description="What replaces `find` (may be empty).")] = None,
+    all: Annotated[bool, Field(description="Replace every occurrence of `find` (at least one) instead.")] = False,
+    section: Annotated[
+        str | None,
+        Field(
+            description="A heading, e.g. 'Status' (any case, any level) or '## Status' (that level): what lies "
+            "under it, up to the next heading of the same or a higher level, is replaced by `content`."
+        ),
+    ] = None,
+    content: Annotated[str | None, Field(description="The new text under `section`.")] = None,
+    prepend: Annotated[
+        str | None, Field(description="Markdown to insert at the start of the body, after the frontmatter.")
+    ] = None,
+    baseVersion: Annotated[
+        str | None,
+        Field(
+            description="Edit only if the note's version is still this (from wiki_read or wiki_write); "
+            "otherwise the call fails with code `conflict` and changes nothing."
+        ),
+    ] = None,
+) -> EditResult:
+    """Change part of an existing note without sending it all back: one of find+replace, section+content,
+    or prepend per call.
+
+    The frontmatter stays as written but for `updated`, which is stamped; everything you do not name
+    stays byte for byte. Nothing is written, and the error says how many matches there were, when `find`
+    occurs 0 or several times (give more surrounding text, or all=true) or the heading is missing or
+    repeated. Pass the `version` it returns as baseVersion on your next change."""
+    from .ops.edit import Edit, edit_note
+
+    edit = Edit(find=find, replace=replace, all=all, section=section, content=content, prepend=prepend)
+    return edit_note(config, id, edit, base_version=baseVersion, reporter=_reporter())
+
+
+@tool(read_only=False, destructive=True)
 def wiki_delete(
     config: Config,
     id: NoteId,
@@ -244,18 +312,18 @@ def wiki_delete(
             "otherwise the call fails with code `conflict` and nothing is removed."
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> DeleteResult:
     """Remove a note from the vault. Links to it in other notes become unresolved; nothing else changes.
 
-    Returns {id, version, commit}: `version` is the removed content's (wiki_restore can bring it back from
-    git when the vault commits writes), `commit` the new commit's hash, or null. Pass baseVersion whenever
+    `version` is the removed content's (wiki_restore can bring it back from git when the vault commits
+    writes), `commit` the new commit's hash, or null. Pass baseVersion whenever
     someone else may have changed the note since you read it."""
     from .ops.ops import delete_note
 
     return delete_note(config, id, baseVersion, _reporter())
 
 
-@tool(read_only=False)
+@tool(read_only=False, destructive=True)
 def wiki_move(
     config: Config,
     id: NoteId,
@@ -267,13 +335,12 @@ def wiki_move(
             "`conflict` and nothing changes."
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> MoveResult:
     """Rename a note and rewrite every [[link]] in the vault that pointed at it, so that none breaks.
 
     Aliases, #headings, #^blocks and ! embeds are kept, and each link's style where it still resolves
-    uniquely; links in code are never touched; each rewritten note gets `updated`. Returns {id, from,
-    version, rewritten: [{id, links}], commit}. If the call is interrupted, the same call again finishes the
-    rewriting."""
+    uniquely; links in code are never touched; each rewritten note gets `updated`. If the call is
+    interrupted, the same call again finishes the rewriting."""
     from .ops.ops import move_note
 
     return move_note(config, id, newId, baseVersion, _reporter())
@@ -284,10 +351,10 @@ def wiki_history(
     config: Config,
     id: NoteId,
     limit: Annotated[int | None, Field(ge=1, description="Return at most this many commits.")] = None,
-) -> dict[str, Any]:
+) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 
-    Returns {id, commits: [{hash, date, message, author}]}. Needs the vault to be in a git repository.
+    Needs the vault to be in a git repository.
     A hash from this list can be given to wiki_restore."""
     from .gitvault.git import note_history
     from .notes.ids import resolve_note
@@ -295,18 +362,18 @@ def wiki_history(
     return note_history(config, resolve_note(config, id), limit)
 
 
-@tool(read_only=False)
+@tool(read_only=False, destructive=True)
 def wiki_restore(
     config: Config,
     id: NoteId,
     hash: Annotated[str, Field(description="The commit to take the content from (from wiki_history).")],
     baseVersion: Version,
-) -> dict[str, Any]:
+) -> RestoreResult:
     """Roll a note forward to the content it had at a commit, without rewriting history.
 
     baseVersion is required: the note's current version from wiki_read; a stale one fails with code
-    `conflict` and changes nothing. Returns {id, hash, version, commit}: `version` is the note's new
-    version, `commit` the new commit's hash when the vault commits writes to git, else null."""
+    `conflict` and changes nothing. `version` is the note's new version, `commit` the new commit's hash
+    when the vault commits writes to git, else null."""
     from .notes.ids import resolve_note
     from .ops.restore import restore_note
 
@@ -410,53 +477,51 @@ def call(function: ToolFunction, config: Config, arguments: dict[str, Any]) -> C
     return _result(data, reporter.warnings)
 
 
-def _handler(entry: Tool, config: Config, keeper: _VaultKeeper | None) -> Callable[..., CallToolResult]:
-    """A function the SDK can describe: the tool's own parameters without `config`, returning the result."""
-    function = entry.function
-    hints = typing.get_type_hints(function, include_extras=True)
-    parameters = list(inspect.signature(function).parameters.values())[1:]
-    signature = inspect.Signature(
-        [p.replace(annotation=hints[p.name]) for p in parameters], return_annotation=CallToolResult
+def declared_tools() -> dict[str, Declared]:
+    """Every tool in TOOLS as the server offers it, by name."""
+    declared = (
+        declare(t.function, read_only=t.read_only, destructive=t.destructive, idempotent=t.idempotent) for t in TOOLS
     )
-
-    def handler(**arguments: Any) -> CallToolResult:
-        if keeper is not None:
-            keeper.ensure()
-        return call(function, config, arguments)
-
-    handler.__name__ = function.__name__
-    handler.__doc__ = function.__doc__
-    handler.__signature__ = signature  # type: ignore[attr-defined]
-    handler.__annotations__ = {p.name: hints[p.name] for p in parameters} | {"return": CallToolResult}
-    return handler
+    return {entry.name: entry for entry in declared}
 
 
-async def _usage_errors(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Arguments the SDK rejects before a tool runs (a wrong type, a missing argument, an unknown tool)
-    fail like every other call: a tool error carrying `{"error": {"code": "usage", "message"}}`."""
-    result = await call_next(ctx)  # the wire form: a dict
-    failed = isinstance(result, dict) and result.get("isError") and result.get("structuredContent") is None
-    if ctx.method == "tools/call" and isinstance(result, dict) and failed:
-        texts = [b.get("text", "") for b in result.get("content", ()) if isinstance(b, dict)]
-        return _result(UsageError(" ".join(t for t in texts if t)).to_json(), [], error=True)
-    return result
+def run_call(
+    tools: dict[str, Declared], config: Config, keeper: _VaultKeeper | None, name: str, arguments: dict[str, Any]
+) -> CallToolResult:
+    """One tools/call: an unknown tool or an argument its declaration refuses is a `usage` tool error and
+    nothing runs; otherwise the tool, once the keeper has the index."""
+    entry = tools.get(name)
+    try:
+        if entry is None:
+            raise unknown_tool(name, list(tools))
+        checked = entry.check(arguments)
+    except AmemError as exc:
+        return _result(exc.to_json(), [], error=True)
+    if keeper is not None:
+        keeper.ensure()
+    return call(entry.function, config, checked)
 
 
-def build_server(config: Config, keeper: _VaultKeeper | None = None) -> MCPServer[Any]:
+def build_server(config: Config, keeper: _VaultKeeper | None = None) -> Server[Any]:
     """An MCP server offering every tool in TOOLS on the vault of `config`."""
-    server: MCPServer[Any] = MCPServer(
-        name="amem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", middleware=[_usage_errors]
+    tools = declared_tools()
+    listing = ListToolsResult(tools=[entry.listing for entry in tools.values()])
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        work = functools.partial(run_call, tools, config, keeper, params.name, dict(params.arguments or {}))
+        return await anyio.to_thread.run_sync(work)
+
+    return Server(
+        "amem", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool
     )
-    for entry in TOOLS:
-        server.add_tool(
-            _handler(entry, config, keeper),
-            name=entry.function.__name__,
-            description=inspect.getdoc(entry.function),
-            annotations=ToolAnnotations(
-                read_only_hint=entry.read_only, destructive_hint=not entry.read_only, idempotent_hint=entry.read_only
-            ),
-        )
-    return server
+
+
+async def _serve_stdio(server: Server[Any]) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def serve(config: Config) -> None:
@@ -479,7 +544,8 @@ def serve(config: Config) -> None:
     try:
         # In the background: a first build of a large vault must not delay the client's handshake.
         threading.Thread(target=keeper.ensure, name="amem-keeper-start", daemon=True).start()
-        build_server(config, keeper).run("stdio")
+        logging.basicConfig(level=logging.WARNING, format="%(message)s")  # on stderr
+        anyio.run(_serve_stdio, build_server(config, keeper))
     finally:
         keeper.stop()
         if terminated:

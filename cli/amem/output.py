@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any, TextIO
 
@@ -57,7 +58,7 @@ def emit(data: Any, stream: TextIO | None = None) -> None:
     release_warnings()  # the result is out: what was held is said now, as plain lines
 
 
-def emit_written(data: dict[str, Any]) -> None:
+def emit_written(data: Mapping[str, Any]) -> None:
     """emit() for a command that changed a note (`id` and `version` in `data`): when the result cannot
     be printed, the error says the note was written and carries `written: {id, version}`, so that a
     caller that retries can tell and does not write twice."""

@@ -1,5 +1,6 @@
-"""Benchmark `amem mcp` through a real MCP client: latency of wiki_search, wiki_write (append) and wiki_read
-tool calls, client and server on this machine, server warm.
+"""Benchmark `amem mcp` through a real MCP client: latency of wiki_search, wiki_write (append), wiki_edit
+(find and replace in a long note, version-guarded) and wiki_read tool calls, client and server on this
+machine, server warm.
 
     python tests/bench/bench_mcp.py [--notes 1000 10000] [--calls 200] [--work DIR]
 
@@ -51,6 +52,7 @@ async def through_mcp(env: dict[str, str], ids: list[str], calls: int) -> dict[s
         "wiki_search": [],
         "wiki_read": [],
         "wiki_write": [],
+        "wiki_edit": [],
         "wiki_read after a write": [],
     }
     rng = random.Random(0)
@@ -80,6 +82,28 @@ async def through_mcp(env: dict[str, str], ids: list[str], calls: int) -> dict[s
                 await timed("wiki_read", {"id": rng.choice(ids)})
             for i in range(calls):
                 await timed("wiki_write", {"id": "bench/log", "content": f"entry {i}"})
+            # Edits of one fact in a long note (about 20 KB), each guarded by the version the last one returned.
+            long_note = "".join(f"## Part {k}\n\n{' '.join(VOCABULARY[k * 7 : k * 7 + 40])}\n\n" for k in range(60))
+            created = await session.call_tool(
+                "wiki_write",
+                {"id": "bench/facts", "content": f"# Facts\n\ncounter 0 end\n\n{long_note}", "mode": "overwrite"},
+            )
+            version = (created.structured_content or {})["version"]
+            for i in range(calls):
+                start = time.perf_counter()
+                result = await session.call_tool(
+                    "wiki_edit",
+                    {
+                        "id": "bench/facts",
+                        "find": f"counter {i} end",
+                        "replace": f"counter {i + 1} end",
+                        "baseVersion": version,
+                    },
+                )
+                timings["wiki_edit"].append((time.perf_counter() - start) * 1000)
+                if result.is_error:
+                    raise SystemExit(f"wiki_edit failed: {result.content}")
+                version = (result.structured_content or {})["version"]
             for i in range(calls):
                 await timed("wiki_write", {"id": "bench/log", "content": f"more {i}"}, keep=False)
                 await timed("wiki_read", {"id": rng.choice(ids)}, into="wiki_read after a write")

@@ -13,9 +13,9 @@ from . import Command
     "list",
     cls=Command,
     epilog="""
-    amem list notes/
-    amem list --tag auth --sort modified --limit 10
-    amem list | jq -r '.notes[].id'
+    amem list notes/ --tag auth --limit 10
+    amem list --since 2d
+    amem list --since 2026-11-30 | jq -r '.notes[].id'
     """,
 )
 @click.argument("prefix", required=False, metavar="[PREFIX]")
@@ -30,17 +30,24 @@ from . import Command
 @click.option(
     "--sort",
     type=click.Choice(["id", "modified", "created"]),
-    default="id",
-    show_default=True,
-    help="Order by id, or newest first by modification or by frontmatter `created`.",
+    help="Order by id (the default; with --since, modified), or newest first by modification or by "
+    "frontmatter `created`.",
 )
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N notes.")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    help="Only notes modified since WHEN: a duration back from now (30m, 12h, 2d, 1w) or an ISO date or "
+    "time (2026-11-30, 2026-11-30T09:00+01:00); newest first unless --sort is given.",
+)
 @pass_app
-def command(app: AppContext, prefix: str | None, tags: tuple[str, ...], sort: str, limit: int | None) -> None:
+def command(
+    app: AppContext, prefix: str | None, tags: tuple[str, ...], sort: str | None, limit: int | None, since: str | None
+) -> None:
     """List the notes of the vault, or those whose id starts with PREFIX (a folder such as notes/).
 
     Prints {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}.
     """
     from ..index.listing import list_notes
 
-    emit(list_notes(app.config, prefix, tags=tags, sort=sort, limit=limit, reporter=app.reporter))
+    emit(list_notes(app.config, prefix, tags=tags, sort=sort, limit=limit, since=since, reporter=app.reporter))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import GitError, NotFound
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..notes.ids import NoteRef
     from ..report import Reporter
+    from ..shapes import HistoryResult
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
 LOCK_WAIT_SECONDS = 3.0
@@ -663,7 +664,7 @@ def report_warnings(warnings: list[str], reporter: Reporter | None) -> None:
             reporter.warn(message)
 
 
-def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> dict[str, Any]:
+def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> HistoryResult:
     """`{id, commits: [{hash, date, message, author}]}` for a NoteRef, newest first, following renames."""
     from ..timefmt import from_epoch
 

@@ -20,6 +20,7 @@ from .tokenize import Query, fold, title_key
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..shapes import SearchHit, SearchResult
     from .index import VaultIndex
     from .semantic import SearchRanker
 
@@ -39,11 +40,11 @@ def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
 
 
 def folder_prefix(folder: str) -> str:
-    """`notes`, `./notes/`, `/notes` → `notes/`; the vault root (`""`, `.`, `/`) → `""`."""
-    prefix = folder.replace("\\", "/").strip()
-    while prefix.startswith("./"):
-        prefix = prefix[2:]
-    prefix = prefix.strip("/")
+    """`notes`, `./notes/`, `/notes` → `notes/`; the vault root (`""`, `.`, `/`) → `""`; InvalidId for a
+    folder outside the vault (`../`)."""
+    from ..notes.ids import normalise_prefix
+
+    prefix = normalise_prefix(folder).rstrip("/")
     if prefix in ("", "."):
         return ""
     return prefix + "/"
@@ -59,7 +60,7 @@ def search(
     folder: str | None = None,
     semantic: bool | None = None,
     reporter: Reporter | None = None,
-) -> dict[str, Any]:
+) -> SearchResult:
     """Bring the index up to date and answer one search: {hits, total, truncated, fused, semantic}.
 
     With `exact_title`, every note whose folded title equals it, by id, unranked; `query` then only
@@ -94,7 +95,7 @@ def _search(
     where: Filter,
     fuse: bool,
     reporter: Reporter,
-) -> dict[str, Any]:
+) -> SearchResult:
     stats = index.refresh()
     for message in stats.warnings:
         reporter.warn(message)
@@ -132,7 +133,7 @@ def _semantic_ranker(index: VaultIndex, reporter: Reporter, query: str, where: F
     return for_search(index, reporter, query=query, where=where)
 
 
-def _hit(index: VaultIndex, doc: int, score: float | None, query: Query) -> dict[str, Any]:
+def _hit(index: VaultIndex, doc: int, score: float | None, query: Query) -> SearchHit:
     import json
 
     note_id, title, frontmatter = index.conn.execute(

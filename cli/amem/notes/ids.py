@@ -101,6 +101,23 @@ def _with_extension(raw_id: str, normal: str, name: str, extensions: tuple[str, 
     return normal + extensions[0]
 
 
+def normalise_prefix(raw: str) -> str:
+    """A folder or id prefix as `list` and `search --folder` take it, vault-rooted: `\\` reads as `/` and a
+    leading `/` or `./` means the vault root. InvalidId when it could only name something outside the
+    vault (a `..` segment, a drive path, `~`) or holds NUL or a control character, rather than an
+    empty answer that hides the mistake."""
+    prefix = raw.replace("\\", "/").strip()
+    if _CONTROL.search(prefix):
+        raise InvalidId(f"invalid folder {quote(raw)}: it contains a control character (NUL, newline, tab…)")
+    if _DRIVE.match(prefix) or prefix.startswith("~"):
+        raise InvalidId(f"invalid folder {quote(raw)}: it must be relative to the vault, not a host path")
+    if ".." in prefix.split("/"):
+        raise InvalidId(f"invalid folder {quote(raw)}: a `..` segment could leave the vault")
+    while prefix.startswith("./"):
+        prefix = prefix[2:]
+    return prefix.lstrip("/")
+
+
 def is_inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 

@@ -31,7 +31,7 @@ from ..notes.links import (
 from ..notes.parse import parse_note, version_of
 from ..output import quote
 from ..report import Reporter
-from ..store.write import check_version, make_parents, note_lock, remove_folders, write_failure
+from ..store.write import check_version, make_parents, note_lock, remove_folders, version_conflict, write_failure
 from ..timefmt import iso, now
 from .relink import spell_markdown_path, stamp_updated
 from .write import save_note
@@ -44,6 +44,7 @@ REWRITE_THREADS = 16
 if TYPE_CHECKING:
     from ..config import Config
     from ..index.index import VaultIndex
+    from ..shapes import DeleteResult, MoveResult
 
 
 def _lock_key(ref: NoteRef) -> str:
@@ -66,11 +67,7 @@ def _read_existing(ref: NoteRef, verb: str) -> bytes:
 
 def _check_version(ref: NoteRef, verb: str, base_version: str | None, current: str) -> None:
     if base_version is not None and base_version.lower() != current:
-        raise Conflict(
-            f"cannot {verb} note {quote(ref.id)}: it changed since version {base_version} "
-            f"(now {current}); read it again and retry",
-            current_version=current,
-        )
+        raise version_conflict(ref.id, verb, base_version, current, exists=True)
 
 
 # --- delete ---------------------------------------------------------------------------------------------
@@ -83,7 +80,7 @@ def delete_note(
     reporter: Reporter | None = None,
     *,
     commit: bool = False,
-) -> dict[str, Any]:
+) -> DeleteResult:
     """`amem delete`: remove one note, under its write lock, only if it is still at `base_version`.
 
     Returns {id, version (of the removed content), commit}. With `commit` (or git.autoCommit) the removal,
@@ -475,7 +472,7 @@ def move_note(
     *,
     commit: bool = False,
     after: bool = False,
-) -> dict[str, Any]:
+) -> MoveResult:
     """`amem move`: rename note OLD to NEW and rewrite every link in the vault that resolved to OLD so that it
     resolves to NEW (and any link NEW would take over so that it keeps its note), each rewrite through the
     locked write path. Returns {id: NEW, from: OLD, version, rewritten: [{id, links}], commit}.

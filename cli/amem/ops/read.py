@@ -23,6 +23,7 @@ MAX_LINK_RECORDS = 10_000
 if TYPE_CHECKING:
     from ..config import Config
     from ..report import Reporter
+    from ..shapes import ReadResult
 
 
 def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:
@@ -98,9 +99,7 @@ def _record(
     return record
 
 
-def read_note(
-    config: Config, raw_id: str, depth: int | None = None, *, reporter: Reporter | None = None
-) -> dict[str, Any]:
+def read_note(config: Config, raw_id: str, depth: int | None = None, *, reporter: Reporter | None = None) -> ReadResult:
     """The note as `amem read` prints it; what it had to repair (bytes that are not UTF-8, frontmatter
     that is not YAML) goes to `reporter`. Raises InvalidId or NotFound."""
     from ..report import Reporter
@@ -118,7 +117,7 @@ def read_note(
         backlinks = index.backlinks(ref.id)
     finally:
         index.close()
-    result = {
+    result: ReadResult = {
         "id": record["id"],
         "title": record["title"],
         "frontmatter": record["frontmatter"],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import GitError, NotFound
 from ..gitvault.git import (
@@ -22,11 +22,12 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..notes.ids import NoteRef
     from ..report import Reporter
+    from ..shapes import RestoreResult
 
 
 def restore_note(
     config: Config, ref: NoteRef, rev: str, base_version: str, commit: bool, *, reporter: Reporter | None = None
-) -> dict[str, Any]:
+) -> RestoreResult:
     """Write the note's content as of `rev` into the working tree (atomic, locked, guarded by
     `base_version`), and commit it when asked or configured; the commit's warnings go to `reporter`.
     Returns {id, hash, version, commit}. History is never rewritten."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import AmemError, UsageError
 from ..notes.ids import resolve_note
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..notes.ids import NoteRef
     from ..report import Reporter
+    from ..shapes import WriteResult
 
 
 def save_note(
@@ -52,7 +53,7 @@ def write_note(
     require_existing: bool = False,
     commit: bool = False,
     reporter: Reporter | None = None,
-) -> dict[str, Any]:
+) -> WriteResult:
     """`amem write`: append (default) or overwrite one note, and commit it when `commit` or
     git.autoCommit asks (its warnings go to `reporter`). Returns {id, mode, bytes, version, created},
     plus `commit` when a commit was made."""
@@ -76,7 +77,13 @@ def write_note(
         return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
 
     result = save_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
-    data = {"id": result.id, "mode": mode, "bytes": result.bytes, "version": result.version, "created": result.created}
+    data: WriteResult = {
+        "id": result.id,
+        "mode": mode,
+        "bytes": result.bytes,
+        "version": result.version,
+        "created": result.created,
+    }
     if commit or config.git_auto_commit:
         from ..gitvault.git import maybe_commit
 

@@ -224,11 +224,7 @@ def update_note(
             raise NotFound(f"cannot write note {quote(ref.id)}: no such note (--require-existing)")
         current = version_of(old or b"")
         if base_version is not None and base_version.lower() != current:
-            raise Conflict(
-                f"cannot write note {quote(ref.id)}: it changed since version {base_version} "
-                f"(now {current}); read it again and retry",
-                current_version=current,
-            )
+            raise version_conflict(ref.id, "write", base_version, current, exists=old is not None)
         data = transform(old)
         created_dirs: list[str] = []
         try:
@@ -257,6 +253,19 @@ def check_version(version: str | None) -> None:
         raise UsageError(
             f"--base-version {shown} is not a version: expected the 40 hex digits that read and write print"
         )
+
+
+def version_conflict(note_id: str, verb: str, base_version: str, current: str, *, exists: bool) -> Conflict:
+    """The conflict of a stale --base-version, carrying `currentVersion`. On a missing note it says that
+    the note does not exist (its version is that of no bytes), not that it changed; on an existing note
+    guarded by the version of no bytes ("create only if absent"), that it exists."""
+    if not exists:
+        reason = "it does not exist (a missing note's version is that of no bytes)"
+    elif base_version.lower() == version_of(b""):
+        reason = f"it already exists (version {current}), and that base version means only if absent"
+    else:
+        reason = f"it changed since version {base_version} (now {current}); read it again and retry"
+    return Conflict(f"cannot {verb} note {quote(note_id)}: {reason}", currentVersion=current)
 
 
 def _clean(content: str) -> str:

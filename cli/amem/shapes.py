@@ -1,0 +1,192 @@
+"""The JSON each command prints, as types: the library functions return them (mypy holds the dicts they
+build to these keys and types), and `amem mcp` derives every tool's outputSchema from them.
+
+Pure typing, imported by the library only under TYPE_CHECKING: a command pays nothing for it at start-up
+(only `amem mcp` loads it, with the SDK that brings typing_extensions).
+A key that is not always there is NotRequired; a value that may be null says `| None`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired
+
+# pydantic, which reads these types to write the MCP schemas, needs typing_extensions' TypedDict before 3.12.
+from typing_extensions import TypedDict
+
+# --- read ----------------------------------------------------------------------------------------------
+
+
+class LinkRecord(TypedDict):
+    target: str
+    alias: str | None
+    heading: str | None
+    block: str | None
+    embed: bool
+    #: `wiki` for [[links]], `markdown` for [text](note.md), `frontmatter` for [[links]] in frontmatter values
+    kind: str
+    resolved: str | None
+
+
+class LinkedNote(TypedDict):
+    id: str
+    title: str
+    frontmatter: dict[str, Any]
+    body: str
+    links: list[LinkRecord]
+    #: `links` lists the first 10,000 links and this is true when the note holds more
+    linksTruncated: bool
+    version: str
+    linkedNotes: list[LinkedNote]
+
+
+class ReadResult(TypedDict):
+    id: str
+    title: str
+    frontmatter: dict[str, Any]
+    body: str
+    links: list[LinkRecord]
+    linksTruncated: bool
+    linkedNotes: list[LinkedNote]
+    backlinks: list[str]
+    version: str
+    mtime: str
+    modifiedExternally: bool
+    conflict: bool
+    #: what a read beside another process's index build could not know (`backlinks`)
+    incomplete: NotRequired[list[str]]
+
+
+# --- search and list -----------------------------------------------------------------------------------
+
+
+class SearchHit(TypedDict):
+    id: str
+    title: str
+    score: float | None
+    backlinks: list[str]
+    expired: bool
+    snippet: str
+
+
+class SearchResult(TypedDict):
+    hits: list[SearchHit]
+    total: int
+    truncated: bool
+    fused: bool
+    semantic: str
+
+
+class ListedNote(TypedDict):
+    id: str
+    title: str
+    tags: list[str]
+    bytes: int
+    mtime: str
+    created: str | None
+
+
+class ListResult(TypedDict):
+    notes: list[ListedNote]
+    total: int
+    truncated: bool
+
+
+# --- changes -------------------------------------------------------------------------------------------
+
+
+class WriteResult(TypedDict):
+    id: str
+    mode: str
+    bytes: int
+    version: str
+    created: bool
+    commit: NotRequired[str]
+
+
+class EditResult(TypedDict):
+    id: str
+    version: str
+    bytes: int
+    #: how many occurrences or sections changed
+    replaced: int
+    commit: NotRequired[str]
+
+
+class DeleteResult(TypedDict):
+    id: str
+    version: str
+    commit: str | None
+
+
+class Rewritten(TypedDict):
+    id: str
+    links: int
+
+
+#: `from` is a Python keyword, hence the functional form.
+MoveResult = TypedDict(
+    "MoveResult", {"id": str, "from": str, "version": str, "rewritten": list[Rewritten], "commit": str | None}
+)
+
+
+class RestoreResult(TypedDict):
+    id: str
+    hash: str
+    version: str
+    commit: str | None
+
+
+# --- history and info ----------------------------------------------------------------------------------
+
+
+class Commit(TypedDict):
+    hash: str
+    date: str
+    message: str
+    author: str
+
+
+class HistoryResult(TypedDict):
+    id: str
+    commits: list[Commit]
+
+
+class Bundle(TypedDict):
+    name: str
+    version: str
+
+
+class Expected(TypedDict):
+    cwd: str | None
+    vaultRoot: str | None
+    moduleRoot: str | None
+    profile: str | None
+
+
+class Mismatch(TypedDict):
+    field: str
+    expected: str
+    actual: str
+
+
+class Preflight(TypedDict):
+    safeToWrite: bool
+    reasons: list[str]
+
+
+class InfoResult(TypedDict):
+    version: str
+    moduleRoot: str
+    bundle: Bundle
+    profile: str | None
+    cwd: str
+    projectRoot: str
+    vaultRoot: str
+    vaultExists: bool
+    gitRepository: bool
+    configFiles: list[str]
+    fingerprint: str
+    expected: Expected
+    mismatches: list[Mismatch]
+    warnings: list[str]
+    preflight: Preflight
