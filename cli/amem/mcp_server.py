@@ -91,25 +91,24 @@ def tool(
 
 NoteId = Annotated[
     str,
-    Field(description="Vault-relative note id with '/' separators, e.g. 'projects/auth.md' (the .md may be left out)."),
+    Field(description="Note id relative to the vault, e.g. 'projects/auth' (.md optional)."),
 ]
 Version = Annotated[str, Field(description="The note's `version` from your last wiki_read or wiki_write of it.")]
-Folder = Annotated[str | None, Field(description="Only notes in this folder or below it, e.g. 'projects/'.")]
+Folder = Annotated[str | None, Field(description="Only notes under this folder, e.g. 'projects/'.")]
 
 
 @tool(read_only=True)
 def memory_runtime_info(
     config: Config,
-    expectedCwd: Annotated[str | None, Field(description="Absolute path the working directory must be.")] = None,
-    expectedVaultRoot: Annotated[str | None, Field(description="Absolute path the vault must be.")] = None,
-    expectedModuleRoot: Annotated[str | None, Field(description="Folder the running amem package must lie in.")] = None,
-    expectedProfile: Annotated[str | None, Field(description="Profile name that must be in effect.")] = None,
+    expectedCwd: Annotated[str | None, Field(description="The working directory expected.")] = None,
+    expectedVaultRoot: Annotated[str | None, Field(description="The vault expected.")] = None,
+    expectedModuleRoot: Annotated[str | None, Field(description="Folder amem must run from.")] = None,
+    expectedProfile: Annotated[str | None, Field(description="The profile expected.")] = None,
 ) -> InfoResult:
-    """Report which amem, config and vault this server uses, read-only, and whether it is safe to write.
+    """Which amem, config and vault this server uses, and whether it is safe to write.
 
-    preflight.safeToWrite is true only when absolute expectedCwd and expectedVaultRoot are given, match
-    after resolving symlinks, and nothing mismatches. Call it first, with the paths you expect, before
-    writing into a vault you have not used before."""
+    preflight.safeToWrite is true only when absolute expectedCwd and expectedVaultRoot are given and match.
+    Call it first in a vault you have not used before."""
     from .info import Expectations, build_info
 
     return build_info(
@@ -126,19 +125,15 @@ def wiki_read(
         int | None,
         Field(
             ge=0,
-            description="Follow [[links]] this many levels deep (default: the vault's maxLinkDepth, usually 1; "
-            "0 reads only this note).",
+            description="Levels of [[links]] to follow (default maxLinkDepth, usually 1; 0: this note only).",
         ),
     ] = None,
 ) -> ReadResult:
     """Read one Markdown note from the vault, following its Obsidian-style [[link]] references to a depth.
 
-    `linkedNotes` holds the notes its links reach (to `depth`), `backlinks` the ids of notes linking here,
-    `version` what to pass as `baseVersion` when you write this note; `modifiedExternally` is true when the
-    file changed on disk since amem last saw it, `conflict` while a sync's conflict copy
-    (NOTE.conflict-COMMIT.md) lies beside it: read both and merge by hand. Every linked note's whole body
-    is returned, so a densely linked note costs many tokens: use depth=0 for this note only, and
-    wiki_search first when you do not know which note to read."""
+    Pass `version` as baseVersion when you change the note. `conflict` is true while a sync's conflict copy
+    (NOTE.conflict-COMMIT.md) lies beside it: read both and merge. Linked notes' bodies cost tokens: use
+    depth=0 for this note only, and wiki_search when you do not know which note to read."""
     from .ops.read import read_note
 
     return read_note(config, id, depth, reporter=_reporter())
@@ -151,8 +146,8 @@ def wiki_search(
     exactTitle: Annotated[
         str | None,
         Field(
-            description="Instead of ranking, list every note whose title equals this, ignoring case, Unicode "
-            "form and space/-/_ differences: a check for an existing note before creating one."
+            description="Instead of ranking: every note titled this (any case; space, - and _ alike), to check "
+            "before creating one."
         ),
     ] = None,
     maxResults: Annotated[
@@ -160,21 +155,14 @@ def wiki_search(
     ] = None,
     tags: Annotated[
         list[str] | None,
-        Field(
-            description="Only notes carrying every one of these tags (frontmatter tags or #tag in the body; "
-            "with or without #, any case; nested tags count)."
-        ),
+        Field(description="Only notes with every one of these tags (frontmatter or #tag; nested tags count)."),
     ] = None,
     folder: Folder = None,
 ) -> SearchResult:
-    """Search the vault's notes by title, id and body keywords.
+    """Search the vault's notes by title, id and body keywords, ranked by relevance.
 
-    Words are OR-matched, a word also matches longer words it begins, and Chinese, Japanese and Korean need
-    no spaces. Hits are ranked by relevance: title and id matches outrank body matches, rare words weigh
-    more, the whole query as a phrase scores extra, and notes linked from strong hits get a boost. `total`
-    counts every match before the cap, and `truncated` is true when the cap cut the list (raise maxResults
-    or refine the query). Cheap: use it before wiki_read, and before asking the user which note they
-    mean."""
+    Words are OR-matched and match longer words they begin; Chinese, Japanese and Korean need no spaces.
+    `total` counts every match; `truncated` says maxResults cut the list. Cheap: use it before wiki_read."""
     from .index.search import search
 
     return search(
@@ -192,25 +180,17 @@ def wiki_list(
     ] = None,
     sort: Annotated[
         typing.Literal["id", "modified", "created"] | None,
-        Field(
-            description="id (default; modified with since), or newest first by modification time or by "
-            "frontmatter `created`."
-        ),
+        Field(description="id (default), or newest first by modification time or frontmatter `created`."),
     ] = None,
     maxResults: Annotated[int | None, Field(ge=1, description="Return at most this many notes.")] = None,
     since: Annotated[
         str | None,
-        Field(
-            description="Only notes modified since then: a duration back from now ('30m', '12h', '2d', '1w') "
-            "or an ISO date or time ('2026-11-30', '2026-11-30T09:00+01:00'); newest first unless sort is given."
-        ),
+        Field(description="Only notes modified since: '30m', '12h', '2d', '1w' or an ISO date or time; newest first."),
     ] = None,
 ) -> ListResult:
-    """List the vault's notes, or those of a folder, with their titles, tags, sizes and times.
+    """List the vault's notes, or a folder's, with titles, tags, sizes and times.
 
-    `total` counts every note that matched before the cap. Use it to see what a folder holds, or with
-    since='2d' what changed lately (newest first), at the start of a session; use wiki_search to find notes
-    by what they say."""
+    With since='2d': what changed lately, newest first (ask it at the start of a session)."""
     from .index.listing import list_notes
 
     return list_notes(config, folder, tags=tags or (), sort=sort, limit=maxResults, since=since, reporter=_reporter())
@@ -224,28 +204,22 @@ def wiki_write(
     mode: Annotated[
         typing.Literal["append", "overwrite"],
         Field(
-            description="append (default): add content at the end under a timestamp heading, keeping the "
-            "rest. overwrite: replace the body; frontmatter keys you leave out are kept and `updated` is "
-            "stamped."
+            description="append (default): add under a timestamp heading. overwrite: replace the body, keeping "
+            "frontmatter keys you leave out."
         ),
     ] = "append",
     baseVersion: Annotated[
         str | None,
-        Field(
-            description="Write only if the note's version is still this (from wiki_read or a previous "
-            "wiki_write); otherwise the write fails with code `conflict` and changes nothing."
-        ),
+        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
     ] = None,
     requireExisting: Annotated[
-        bool, Field(description="Fail instead of creating a new note, so a mistyped id creates nothing.")
+        bool, Field(description="Fail rather than create a note (a mistyped id creates nothing).")
     ] = False,
 ) -> WriteResult:
-    """Create a note, or append to or overwrite one, atomically. The id is relative to the vault root.
+    """Create a note, or append to or overwrite one, atomically.
 
-    `version` fingerprints what was written (`commit` is there when the vault commits writes): pass it
-    as baseVersion on your next write of this note, without reading it again. Pass the version from
-    wiki_read as baseVersion whenever you change a note someone else may edit; on `conflict`, read the
-    note again and redo your change on its new content."""
+    Pass the `version` of your last wiki_read or write as baseVersion whenever someone else may edit the
+    note; on `conflict`, read it again and redo your change. To change part of a note, use wiki_edit."""
     from .ops.write import write_note
 
     return write_note(
@@ -272,8 +246,8 @@ def wiki_edit(
     section: Annotated[
         str | None,
         Field(
-            description="A heading, e.g. 'Status' (any case, any level) or '## Status' (that level): what lies "
-            "under it, up to the next heading of the same or a higher level, is replaced by `content`."
+            description="A heading, 'Status' (any level) or '## Status': what lies under it, up to the next "
+            "heading of its level or higher, is replaced by `content`."
         ),
     ] = None,
     content: Annotated[str | None, Field(description="The new text under `section`.")] = None,
@@ -282,19 +256,14 @@ def wiki_edit(
     ] = None,
     baseVersion: Annotated[
         str | None,
-        Field(
-            description="Edit only if the note's version is still this (from wiki_read or wiki_write); "
-            "otherwise the call fails with code `conflict` and changes nothing."
-        ),
+        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
     ] = None,
 ) -> EditResult:
-    """Change part of an existing note without sending it all back: one of find+replace, section+content,
-    or prepend per call.
+    """Change part of a note without sending it all back: find+replace, section+content, or prepend.
 
-    The frontmatter stays as written but for `updated`, which is stamped; everything you do not name
-    stays byte for byte. Nothing is written, and the error says how many matches there were, when `find`
-    occurs 0 or several times (give more surrounding text, or all=true) or the heading is missing or
-    repeated. Pass the `version` it returns as baseVersion on your next change."""
+    Every byte you do not name stays (frontmatter but `updated`). When `find` occurs 0 or several times, or
+    the heading is missing or repeated, nothing is written and the error says how many matched. Pass the
+    `version` of your last read or write as baseVersion."""
     from .ops.edit import Edit, edit_note
 
     edit = Edit(find=find, replace=replace, all=all, section=section, content=content, prepend=prepend)
@@ -307,17 +276,12 @@ def wiki_delete(
     id: NoteId,
     baseVersion: Annotated[
         str | None,
-        Field(
-            description="Delete only if the note's version is still this (from wiki_read or wiki_write); "
-            "otherwise the call fails with code `conflict` and nothing is removed."
-        ),
+        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
     ] = None,
 ) -> DeleteResult:
-    """Remove a note from the vault. Links to it in other notes become unresolved; nothing else changes.
+    """Remove a note. Links to it become unresolved; nothing else changes.
 
-    `version` is the removed content's (wiki_restore can bring it back from git when the vault commits
-    writes), `commit` the new commit's hash, or null. Pass baseVersion whenever
-    someone else may have changed the note since you read it."""
+    `version` is the removed content's (wiki_restore brings it back when the vault is in git)."""
     from .ops.ops import delete_note
 
     return delete_note(config, id, baseVersion, _reporter())
@@ -327,20 +291,16 @@ def wiki_delete(
 def wiki_move(
     config: Config,
     id: NoteId,
-    newId: Annotated[str, Field(description="The note's new id, which must not exist yet; its folder is created.")],
+    newId: Annotated[str, Field(description="The new id; it must not exist yet.")],
     baseVersion: Annotated[
         str | None,
-        Field(
-            description="Move only if the note's version is still this; otherwise the call fails with code "
-            "`conflict` and nothing changes."
-        ),
+        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
     ] = None,
 ) -> MoveResult:
     """Rename a note and rewrite every [[link]] in the vault that pointed at it, so that none breaks.
 
-    Aliases, #headings, #^blocks and ! embeds are kept, and each link's style where it still resolves
-    uniquely; links in code are never touched; each rewritten note gets `updated`. If the call is
-    interrupted, the same call again finishes the rewriting."""
+    Aliases, #headings and embeds are kept; links in code are never touched. Interrupted, the same call
+    again finishes it."""
     from .ops.ops import move_note
 
     return move_note(config, id, newId, baseVersion, _reporter())
@@ -354,8 +314,7 @@ def wiki_history(
 ) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 
-    Needs the vault to be in a git repository.
-    A hash from this list can be given to wiki_restore."""
+    Needs a git repository; a hash from it can go to wiki_restore."""
     from .gitvault.git import note_history
     from .notes.ids import resolve_note
 
@@ -371,9 +330,7 @@ def wiki_restore(
 ) -> RestoreResult:
     """Roll a note forward to the content it had at a commit, without rewriting history.
 
-    baseVersion is required: the note's current version from wiki_read; a stale one fails with code
-    `conflict` and changes nothing. `version` is the note's new version, `commit` the new commit's hash
-    when the vault commits writes to git, else null."""
+    baseVersion (the note's current version, from wiki_read) is required."""
     from .notes.ids import resolve_note
     from .ops.restore import restore_note
 
