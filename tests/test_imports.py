@@ -111,7 +111,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "edit": (
         ["edit", "x", "--prepend", "more"],
         NOTES | {"fcntl"},
-        NOTES_AMEM | {"amem.ops.edit", "amem.ops.write", "amem.store.write", "amem.index.search", "amem.atomicfile"},
+        # the updated line is stamped as a move stamps it
+        NOTES_AMEM | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
         "amem.ops.edit",
     ),
     "history": (
