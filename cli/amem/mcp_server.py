@@ -108,6 +108,14 @@ def wiki_read(
             "0 reads only this note).",
         ),
     ] = None,
+    maxChars: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="Bound the characters of all bodies returned (default 20000, about 5,000 tokens): the "
+            "note first, then linked notes nearest first, cut at line ends.",
+        ),
+    ] = 20_000,
 ) -> dict[str, Any]:
     """Read one Markdown note from the vault, following its Obsidian-style [[link]] references to a depth.
 
@@ -117,12 +125,19 @@ def wiki_read(
     content to pass as `baseVersion` when you write this note, and `modifiedExternally` is true when the
     file changed on disk since amem last saw it (edited by a person or another program). `conflict` is
     true while a conflict copy left by a sync (NOTE.conflict-COMMIT.md) lies beside the note: read both and
-    merge them by hand. Every linked
-    note's whole body is returned, so a long note or a densely linked one costs many tokens: use depth=0
-    when you need only this note, and wiki_search first when you do not know which note to read."""
+    merge them by hand. `id` may also be a note's name as a [[link]] would give it (any case, a path
+    suffix, the base name) or one of its frontmatter aliases: `id` is then the real id, `resolvedFrom` the
+    name you gave, `alternatives` the other notes that name matched.
+
+    Following links costs tokens, so the bodies returned total at most maxChars characters (default 20,000,
+    about 5,000 tokens): this note's body first, then linked notes nearest first, a body cut short ending
+    at a line with `truncated: true` on its record; linked notes that did not fit are listed by id in
+    `omitted` (read them on their own), and the top level says `truncated: true` when anything was cut.
+    `version` is always the whole note's. Use depth=0 when you need only this note, and wiki_search first
+    when you do not know which note to read."""
     from .ops.read import read_note
 
-    return read_note(config, id, depth, reporter=_reporter())
+    return read_note(config, id, depth, max_chars=maxChars, reporter=_reporter())
 
 
 @tool(read_only=True)
@@ -288,11 +303,11 @@ def wiki_history(
     """List the git commits that changed a note, newest first, following renames.
 
     Returns {id, commits: [{hash, date, message, author}]}. Needs the vault to be in a git repository.
+    `id` may be a note's name, resolved as wiki_read resolves it (`resolvedFrom`, `alternatives`).
     A hash from this list can be given to wiki_restore."""
-    from .gitvault.git import note_history
-    from .notes.ids import resolve_note
+    from .ops.names import note_history_by_name
 
-    return note_history(config, resolve_note(config, id), limit)
+    return note_history_by_name(config, id, limit)
 
 
 @tool(read_only=False)
