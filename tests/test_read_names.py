@@ -178,3 +178,12 @@ def test_the_tools_resolve_names(isolated_env: Path, names_vault: Path, monkeypa
         assert (await client.error("wiki_read", id="nothing here"))["code"] == "not_found"
 
     serve(isolated_env, test)
+
+
+def test_notes_sharing_an_alias_are_alternatives(tmp_path: Path, vault: Path) -> None:
+    write_file(vault / "deep/down/x.md", "---\naliases: [Shared]\n---\none\n")
+    write_file(vault / "top.md", "---\naliases: shared\n---\ntwo\n")
+    write_file(vault / "mid/y.md", "---\naliases: [SHARED, other]\n---\nthree\n")
+    data = installed_runner(tmp_path, vault)("read", "shared").json
+    assert data["id"] == "top.md"  # the fewest path segments, as links break ties
+    assert data["alternatives"] == ["mid/y.md", "deep/down/x.md"]

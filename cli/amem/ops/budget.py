@@ -13,26 +13,25 @@ def fit_bodies(order: list[dict[str, Any]], max_chars: int) -> dict[str, Any]:
     (dropped from its parent's `linkedNotes`), and so is that linked note when not one line of it fits.
     Returns the top level's `{truncated, omitted: [ids]}`."""
     left = max_chars
+    full = False  # once one body does not fit, nothing after it may pass it: nearest first
     omitted: list[str] = []
     for position, record in enumerate(order):
         body = record["body"]
-        if omitted or (position and left < 0):
+        if full:
             omitted.append(record["id"])
-            continue
-        if left >= 0 and len(body) <= left:
+        elif len(body) <= left:
             left -= len(body)
-            continue
-        kept = _whole_lines(body, left)
-        if kept or position == 0:
-            record["body"] = kept
-            record["truncated"] = True
-            left = -1  # nothing more fits: nearest first means nothing further may pass this one
         else:
-            omitted.append(record["id"])
-    cut = left < 0 or bool(omitted)
+            full = True
+            kept = _whole_lines(body, left)
+            if kept or position == 0:  # the note itself is always there, if only its record
+                record["body"] = kept
+                record["truncated"] = True
+            else:
+                omitted.append(record["id"])
     if omitted:
         _drop(order[0], set(omitted))
-    return {"truncated": cut, "omitted": omitted}
+    return {"truncated": full, "omitted": omitted}
 
 
 def _whole_lines(body: str, limit: int) -> str:
