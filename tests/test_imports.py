@@ -118,13 +118,14 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "history": (
         ["history", "x"],
         GIT | {"fcntl"},
-        frozenset({"amem.notes.ids", "amem.timefmt", "amem.gitvault.git"}),
+        # ops.names: an id resolves as a name only when no note has it (then the index loads)
+        frozenset({"amem.notes.ids", "amem.timefmt", "amem.gitvault.git", "amem.ops.names"}),
         "amem.gitvault.git",
     ),
     "restore": (
         ["restore", "x", "HEAD", "--base-version", "0" * 40],
         NOTES | GIT | {"fcntl"},
-        NOTES_AMEM | {"amem.ops.restore", "amem.ops.write", "amem.gitvault.git", "amem.store.write"},
+        NOTES_AMEM | {"amem.ops.restore", "amem.ops.write", "amem.gitvault.git", "amem.store.write", "amem.ops.names"},
         "amem.ops.restore",
     ),
     "delete": (
@@ -137,7 +138,9 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["move", "x", "y"],
         # a move rewrites notes side by side, in threads
         NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
-        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
+        NOTES_AMEM
+        | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"}
+        | {"amem.ops.names"},  # the case twins a move to NEW must not make
         "amem.ops.ops",
     ),
     "sync": (

@@ -27,7 +27,7 @@ from tests.installed import amem_bin
 
 TOOLS = {
     "memory_runtime_info": {"expectedCwd", "expectedVaultRoot", "expectedModuleRoot", "expectedProfile"},
-    "wiki_read": {"id", "depth"},
+    "wiki_read": {"id", "depth", "maxChars"},
     "wiki_search": {"query", "exactTitle", "maxResults", "tags", "folder"},
     "wiki_list": {"folder", "tags", "sort", "maxResults", "since"},
     "wiki_write": {"id", "content", "mode", "baseVersion", "requireExisting"},
@@ -149,7 +149,8 @@ def test_write_read_search_equal_the_commands_output(isolated_env: Path, vault: 
     assert search == json.loads(cli(isolated_env, "search", "auth", "token").stdout)
     assert results["exact"] == json.loads(cli(isolated_env, "search", "x", "--exact-title", "AUTH").stdout)
     assert results["capped"]["total"] == 2 and results["capped"]["truncated"] is True
-    assert results["read"] == json.loads(cli(isolated_env, "read", "b").stdout)
+    # wiki_read's default budget is the command's --max-chars 20000
+    assert results["read"] == json.loads(cli(isolated_env, "read", "b", "--max-chars", "20000").stdout)
     assert "conflict" in results["read"]
 
 
@@ -192,7 +193,7 @@ def test_read_says_when_a_conflict_copy_lies_beside_the_note(isolated_env: Path,
 
     serve(isolated_env, test)
     assert results["plan"]["conflict"] is True and results["other"]["conflict"] is False
-    assert results["plan"] == json.loads(cli(isolated_env, "read", "plan").stdout)
+    assert results["plan"] == json.loads(cli(isolated_env, "read", "plan", "--max-chars", "20000").stdout)
 
 
 def test_delete_with_a_stale_version_is_a_conflict_and_the_server_lives_on(isolated_env: Path, vault: Path) -> None:

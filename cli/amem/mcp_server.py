@@ -107,8 +107,7 @@ def memory_runtime_info(
 ) -> InfoResult:
     """Which amem, config and vault this server uses, and whether it is safe to write.
 
-    preflight.safeToWrite is true only when absolute expectedCwd and expectedVaultRoot are given and match.
-    Call it first in a vault you have not used before."""
+    Call it first in a vault you have not used, with expectedCwd and expectedVaultRoot."""
     from .info import Expectations, build_info
 
     return build_info(
@@ -128,15 +127,19 @@ def wiki_read(
             description="Levels of [[links]] to follow (default maxLinkDepth, usually 1; 0: this note only).",
         ),
     ] = None,
+    maxChars: Annotated[
+        int,
+        Field(ge=0, description="Bound on the characters of all bodies returned (default 20000)."),
+    ] = 20_000,
 ) -> ReadResult:
-    """Read one Markdown note from the vault, following its Obsidian-style [[link]] references to a depth.
+    """Read a note and the notes its [[links]] reach, to a depth.
 
-    Pass `version` as baseVersion when you change the note. `conflict` is true while a sync's conflict copy
-    (NOTE.conflict-COMMIT.md) lies beside it: read both and merge. Linked notes' bodies cost tokens: use
-    depth=0 for this note only, and wiki_search when you do not know which note to read."""
+    `id` may be a name as a [[link]] gives it, or an alias (`resolvedFrom`). Bodies total at most maxChars
+    (default 20,000, about 5,000 tokens): this note's, then the nearest; `omitted` names those left out. Pass `version`
+    as baseVersion when you change the note. `conflict`: a sync left a conflict copy beside it."""
     from .ops.read import read_note
 
-    return read_note(config, id, depth, reporter=_reporter())
+    return read_note(config, id, depth, max_chars=maxChars, reporter=_reporter())
 
 
 @tool(read_only=True)
@@ -145,24 +148,21 @@ def wiki_search(
     query: Annotated[str, Field(description="Words to look for; any of them may match (OR).")],
     exactTitle: Annotated[
         str | None,
-        Field(
-            description="Instead of ranking: every note titled this (any case; space, - and _ alike), to check "
-            "before creating one."
-        ),
+        Field(description="Instead of ranking: every note titled this (any case), to check before creating one."),
     ] = None,
     maxResults: Annotated[
         int | None, Field(ge=1, description="Return at most this many hits (default: maxSearchResults, 20).")
     ] = None,
     tags: Annotated[
         list[str] | None,
-        Field(description="Only notes with every one of these tags (frontmatter or #tag; nested tags count)."),
+        Field(description="Only notes with every one of these tags."),
     ] = None,
     folder: Folder = None,
 ) -> SearchResult:
     """Search the vault's notes by title, id and body keywords, ranked by relevance.
 
-    Words are OR-matched and match longer words they begin; Chinese, Japanese and Korean need no spaces.
-    `total` counts every match; `truncated` says maxResults cut the list. Cheap: use it before wiki_read."""
+    Words are OR-matched and match longer words they begin. `total` counts every match; `truncated` says
+    maxResults cut the list. Cheap: use it before wiki_read."""
     from .index.search import search
 
     return search(
@@ -176,7 +176,7 @@ def wiki_list(
     folder: Folder = None,
     tags: Annotated[
         list[str] | None,
-        Field(description="Only notes carrying every one of these tags (with or without #, any case)."),
+        Field(description="Only notes with every one of these tags."),
     ] = None,
     sort: Annotated[
         typing.Literal["id", "modified", "created"] | None,
@@ -210,7 +210,7 @@ def wiki_write(
     ] = "append",
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
+        Field(description="Only if the note's version is still this; else `conflict`."),
     ] = None,
     requireExisting: Annotated[
         bool, Field(description="Fail rather than create a note (a mistyped id creates nothing).")
@@ -218,8 +218,8 @@ def wiki_write(
 ) -> WriteResult:
     """Create a note, or append to or overwrite one, atomically.
 
-    Pass the `version` of your last wiki_read or write as baseVersion whenever someone else may edit the
-    note; on `conflict`, read it again and redo your change. To change part of a note, use wiki_edit."""
+    Pass the `version` of your last read or write as baseVersion; on `conflict`, read again and redo your
+    change. To change part of a note, use wiki_edit."""
     from .ops.write import write_note
 
     return write_note(
@@ -239,7 +239,7 @@ def wiki_edit(
     id: NoteId,
     find: Annotated[
         str | None,
-        Field(description="Exact text in the body to replace (may span lines); it must occur exactly once."),
+        Field(description="Exact text of the body to replace; it must occur once."),
     ] = None,
     replace: Annotated[str | None, Field(description="What replaces `find` (may be empty).")] = None,
     all: Annotated[bool, Field(description="Replace every occurrence of `find` (at least one) instead.")] = False,
@@ -256,7 +256,7 @@ def wiki_edit(
     ] = None,
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
+        Field(description="Only if the note's version is still this; else `conflict`."),
     ] = None,
 ) -> EditResult:
     """Change part of a note without sending it all back: find+replace, section+content, or prepend.
@@ -276,7 +276,7 @@ def wiki_delete(
     id: NoteId,
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
+        Field(description="Only if the note's version is still this; else `conflict`."),
     ] = None,
 ) -> DeleteResult:
     """Remove a note. Links to it become unresolved; nothing else changes.
@@ -294,13 +294,12 @@ def wiki_move(
     newId: Annotated[str, Field(description="The new id; it must not exist yet.")],
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this (from wiki_read or a write); else `conflict`."),
+        Field(description="Only if the note's version is still this; else `conflict`."),
     ] = None,
 ) -> MoveResult:
     """Rename a note and rewrite every [[link]] in the vault that pointed at it, so that none breaks.
 
-    Aliases, #headings and embeds are kept; links in code are never touched. Interrupted, the same call
-    again finishes it."""
+    Interrupted, the same call again finishes it."""
     from .ops.ops import move_note
 
     return move_note(config, id, newId, baseVersion, _reporter())
@@ -314,11 +313,10 @@ def wiki_history(
 ) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 
-    Needs a git repository; a hash from it can go to wiki_restore."""
-    from .gitvault.git import note_history
-    from .notes.ids import resolve_note
+    Needs a git repository; a hash from it can go to wiki_restore. `id` may be a name, as in wiki_read."""
+    from .ops.names import note_history_by_name
 
-    return note_history(config, resolve_note(config, id), limit)
+    return note_history_by_name(config, id, limit)
 
 
 @tool(read_only=False, destructive=True)

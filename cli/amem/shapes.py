@@ -37,6 +37,8 @@ class LinkedNote(TypedDict):
     linksTruncated: bool
     version: str
     linkedNotes: list[LinkedNote]
+    #: a read with a budget cut this body at a line
+    truncated: NotRequired[bool]
 
 
 class ReadResult(TypedDict):
@@ -54,6 +56,12 @@ class ReadResult(TypedDict):
     conflict: bool
     #: what a read beside another process's index build could not know (`backlinks`)
     incomplete: NotRequired[list[str]]
+    #: the name the note was asked for, when it was not its id; the other notes that name matched
+    resolvedFrom: NotRequired[str]
+    alternatives: NotRequired[list[str]]
+    #: with a budget: whether anything was cut, and the linked notes left out
+    truncated: NotRequired[bool]
+    omitted: NotRequired[list[str]]
 
 
 # --- search and list -----------------------------------------------------------------------------------
@@ -149,6 +157,8 @@ class Commit(TypedDict):
 class HistoryResult(TypedDict):
     id: str
     commits: list[Commit]
+    resolvedFrom: NotRequired[str]
+    alternatives: NotRequired[list[str]]
 
 
 class Bundle(TypedDict):

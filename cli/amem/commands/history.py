@@ -23,11 +23,10 @@ from . import Command, complete_note_id
 def command(app: AppContext, note_id: str, limit: int | None) -> None:
     """List the commits that changed note ID: {id, commits: [{hash, date, message, author}]}.
 
+    ID may be a name, resolved as for `amem read` (`resolvedFrom`, `alternatives` then say so).
     Uses the git repository holding the vault (the vault's own, or a project's that contains it).
     A hash from this list can be given to `amem restore`.
     """
-    from ..gitvault.git import note_history
-    from ..notes.ids import resolve_note
+    from ..ops.names import note_history_by_name
 
-    config = app.config
-    emit(note_history(config, resolve_note(config, note_id), limit))
+    emit(note_history_by_name(app.config, note_id, limit))

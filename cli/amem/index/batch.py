@@ -14,6 +14,7 @@ from ..notes.ids import may_read, open_regular
 from ..notes.links import (
     PATH_MARK,
     LinkResolver,
+    alias_keys,
     link_census,
     link_key,
     resolution_keys,
@@ -63,6 +64,7 @@ class _ReadNote(NamedTuple):
     row: _NoteRow
     tags: list[str]
     targets: list[str]
+    aliases: list[str]  # link keys of its frontmatter `aliases`, how `read` finds a note by another name
 
 
 class _Batch:
@@ -109,6 +111,7 @@ class _Batch:
         run_in(conn, "DELETE FROM notes WHERE rowid IN ({})", rowids)
         run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
         run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
+        run_in(conn, "DELETE FROM note_aliases WHERE note IN ({})", rowids)
         self.stats.removed += len(removed)
         keys: set[str] = set()
         for _, note_id in removed:
@@ -128,6 +131,7 @@ class _Batch:
         new_rows: list[tuple[Any, ...]] = []
         next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
         tag_rows: list[tuple[int, str]] = []
+        alias_rows: list[tuple[int, str]] = []
         link_rows: list[tuple[int, int, str]] = []
         for note_id in batch:
             note = self._read(note_id)
@@ -150,12 +154,14 @@ class _Batch:
                     self._memory = None
                 conn.execute(f"UPDATE notes SET {_ROW_ASSIGNMENTS} WHERE rowid=?", (*note.row, rowid))
             tag_rows += [(rowid, tag) for tag in note.tags]
+            alias_rows += [(rowid, key) for key in note.aliases]
             link_rows += [(rowid, seq, target) for seq, target in enumerate(note.targets)]
         conn.executemany(
             f"INSERT INTO notes (rowid, {', '.join(_NoteRow._fields)}) VALUES (?{', ?' * len(_NoteRow._fields)})",
             new_rows,
         )
         conn.executemany("INSERT INTO note_tags (note, tag) VALUES (?, ?)", tag_rows)
+        conn.executemany("INSERT INTO note_aliases (note, key) VALUES (?, ?)", alias_rows)
         if self._memory is not None:
             for note_id in added:
                 self._memory.add(note_id)
@@ -185,6 +191,7 @@ class _Batch:
                 old_targets.setdefault(src, set()).add(resolved)
         run_in(conn, "DELETE FROM links WHERE src IN ({})", rowids)
         run_in(conn, "DELETE FROM note_tags WHERE note IN ({})", rowids)
+        run_in(conn, "DELETE FROM note_aliases WHERE note IN ({})", rowids)
         fts.delete(conn, searchable)
         return known, readable, old_targets
 
@@ -214,12 +221,14 @@ class _Batch:
         title, frontmatter, created, body_at = "", "{}", None, 0
         tags: list[str] = []
         targets: list[str] = []
+        aliases: list[str] = []
         if problem is None:
             parsed = parse_note(text, note_id)  # YAML only beyond the simple subset
             fields, body = parsed.frontmatter, parsed.body
             title = note_title(fields, body, note_id)
             frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
             tags = note_tags(fields, body)
+            aliases = alias_keys(fields.get("aliases"))
             value = fields.get("created")
             created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
             body_at = len(data) - len(body.encode("utf-8"))
@@ -246,7 +255,7 @@ class _Batch:
             body_at=body_at,
             search=0 if problem else 1,
         )
-        return _ReadNote(row, tags, targets)
+        return _ReadNote(row, tags, targets, aliases)
 
     def _store_links(
         self, link_rows: list[tuple[int, int, str]], keys: set[str], old_targets: dict[int, set[str]]

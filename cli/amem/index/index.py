@@ -28,6 +28,7 @@ from ..notes.ids import open_regular
 from ..notes.links import (
     PATH_MARK,
     LinkResolver,
+    link_key,
     normalise_target,
     resolve_stored,
 )
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 8  # 8: Markdown and frontmatter links stored, each distinct target once
+SCHEMA_VERSION = 9  # 9: frontmatter aliases stored, for read by name
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
 #: meta key present while every note the last refresh found is in the index with its links resolved:
@@ -83,6 +84,9 @@ CREATE INDEX notes_search ON notes (search) WHERE search != 0;
 CREATE TABLE note_tags (note INTEGER NOT NULL, tag TEXT NOT NULL);
 CREATE INDEX note_tags_note ON note_tags (note);
 CREATE INDEX note_tags_tag ON note_tags (tag);
+CREATE TABLE note_aliases (note INTEGER NOT NULL, key TEXT NOT NULL);  -- key: link_key of an alias
+CREATE INDEX note_aliases_note ON note_aliases (note);
+CREATE INDEX note_aliases_key ON note_aliases (key);
 CREATE TABLE links (
     src INTEGER NOT NULL,      -- notes.rowid of the linking note
     seq INTEGER NOT NULL,
@@ -587,6 +591,16 @@ class VaultIndex:
         if row is not None:
             return str(row[0]) if row[0] is not None else None
         return resolve_stored(self._resolver(), key)
+
+    def aliased(self, name: str) -> list[str]:
+        """The readable notes whose frontmatter `aliases` hold `name` (compared as link keys), in no order."""
+        key = link_key(normalise_target(name))
+        rows = self.conn.execute(
+            "SELECT DISTINCT n.id FROM note_aliases a JOIN notes n ON n.rowid = a.note "
+            "WHERE a.key = ? AND n.problem IS NULL",
+            (key,),
+        )
+        return [row[0] for row in rows]
 
     def resolver(self) -> LinkResolver:
         """A LinkResolver whose lookups are queries on the index: cheap for a few links."""

@@ -24,6 +24,14 @@ def link_key(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
+def alias_keys(value: object) -> list[str]:
+    """The link keys of a frontmatter `aliases` value, a list or one string as Obsidian keeps them, each
+    distinct once: how a read by name meets a note by another of its names."""
+    names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    keys = (link_key(normalise_target(name)) for name in names if isinstance(name, str))
+    return list(dict.fromkeys(key for key in keys if key))
+
+
 class Link(NamedTuple):
     target: str
     alias: str | None = None

@@ -579,6 +579,9 @@ def _start_rename(
 ) -> _Move:
     if new_there:
         raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
+    from .names import refuse_case_twin  # here: only a move that will happen lists NEW's folders
+
+    refuse_case_twin(config, new, f"cannot move note {quote(old.id)} to {quote(new.id)}", besides=old.id)
     before = LinkResolver(namesakes, config.extensions)
     sources = _sources(index, before, old.id, new.id)
     if old.id not in namesakes:

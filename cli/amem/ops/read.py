@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..errors import IoError, NotFound
 from ..index.index import VaultIndex
 from ..notes.conflicts import has_conflict_copy
 from ..notes.ids import NoteRef, may_read, open_regular, resolve_note
-from ..notes.links import Link, link_census, stored_target
+from ..notes.links import Link, LinkResolver, link_census, stored_target
 from ..notes.parse import note_title, parse_note, version_of
 from ..output import quote
 from ..timefmt import from_epoch
@@ -53,9 +54,8 @@ def _decode(data: bytes, note_id: str, reporter: Reporter) -> str:
 Resolve = Callable[[str], "str | None"]
 
 
-def _record(
-    config: Config, resolve: Resolve, ref: NoteRef, data: bytes, depth: int, visited: set[str], reporter: Reporter
-) -> dict[str, Any]:
+def _record(config: Config, resolve: Resolve, ref: NoteRef, data: bytes, reporter: Reporter) -> _Node:
+    """One note's record (its `linkedNotes` still empty) and the distinct notes its links resolve to."""
     note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
         reporter.warn(message)
@@ -80,45 +80,92 @@ def _record(
         "version": version_of(data),
         "linkedNotes": [],
     }
-    if depth <= 0:
-        return record
+    return _Node(record, list(dict.fromkeys(t for t in meaning.values() if t is not None)))
+
+
+class _Node(NamedTuple):
+    record: dict[str, Any]
+    targets: list[str]
+
+
+def _tree(
+    config: Config, resolve: Resolve, ref: NoteRef, data: bytes, depth: int, reporter: Reporter
+) -> list[dict[str, Any]]:
+    """The note's record with its linked notes to `depth`, followed breadth-first so that each note sits
+    where it is nearest (cycles and notes already shown stop); every record, nearest first."""
     vault = config.vault_root
     real_root = os.path.realpath(vault)
-    for target in dict.fromkeys(t for t in meaning.values() if t is not None):
-        if target in visited:
-            continue  # a cycle, or a note already shown elsewhere in the tree
-        visited.add(target)
-        linked = NoteRef(target, vault.joinpath(*target.split("/")))
-        if not may_read(str(linked.path), real_root):
-            continue  # it leads outside the vault (or nowhere) since the index saw it
-        try:
-            linked_data, _ = _load(linked)
-        except (NotFound, IoError):
-            continue  # vanished or became unreadable since the index saw it
-        record["linkedNotes"].append(_record(config, resolve, linked, linked_data, depth - 1, visited, reporter))
-    return record
+    root = _record(config, resolve, ref, data, reporter)
+    order = [root.record]
+    visited = {ref.id}
+    queue = deque([(root, depth)])
+    while queue:
+        node, left = queue.popleft()
+        if left <= 0:
+            continue
+        for target in node.targets:
+            if target in visited:
+                continue
+            visited.add(target)
+            linked = NoteRef(target, vault.joinpath(*target.split("/")))
+            if not may_read(str(linked.path), real_root):
+                continue  # it leads outside the vault (or nowhere) since the index saw it
+            try:
+                linked_data, _ = _load(linked)
+            except (NotFound, IoError):
+                continue  # vanished or became unreadable since the index saw it
+            child = _record(config, resolve, linked, linked_data, reporter)
+            node.record["linkedNotes"].append(child.record)
+            order.append(child.record)
+            queue.append((child, left - 1))
+    return order
 
 
-def read_note(config: Config, raw_id: str, depth: int | None = None, *, reporter: Reporter | None = None) -> ReadResult:
+def read_note(
+    config: Config,
+    raw_id: str,
+    depth: int | None = None,
+    *,
+    max_chars: int | None = None,
+    reporter: Reporter | None = None,
+) -> ReadResult:
     """The note as `amem read` prints it; what it had to repair (bytes that are not UTF-8, frontmatter
-    that is not YAML) goes to `reporter`. Raises InvalidId or NotFound."""
+    that is not YAML) goes to `reporter`. `raw_id` is an id, else a name as a [[link]] or an alias gives
+    it; `max_chars` bounds the characters of all bodies. Raises InvalidId or NotFound."""
     from ..report import Reporter
 
     reporter = reporter or Reporter()
     ref = resolve_note(config, raw_id)
-    data, st = _load(ref)
+    try:
+        loaded: tuple[bytes, os.stat_result] | None = _load(ref)
+        missing: NotFound | None = None
+    except NotFound as exc:
+        loaded, missing = None, exc
+    named: dict[str, Any] = {}
     index = VaultIndex(config)
     try:
-        resolve, incomplete = _how_links_resolve(index, reporter)
+        resolve, resolver, incomplete = _how_links_resolve(index, reporter)
+        if loaded is None:
+            ref, named = _by_name(config, index, resolver, raw_id, missing)
+            loaded = _load(ref)
+        data, st = loaded
         depth = config.max_link_depth if depth is None else depth
-        record = _record(config, resolve, ref, data, depth, {ref.id}, reporter)
+        order = _tree(config, resolve, ref, data, depth, reporter)
         last = index.last_seen(ref.id)
-        index.mark_seen(ref.id, record["version"])
+        index.mark_seen(ref.id, order[0]["version"])
         backlinks = index.backlinks(ref.id)
     finally:
         index.close()
-    result: ReadResult = {
+    bounds: dict[str, Any] = {}
+    if max_chars is not None:
+        from .budget import fit_bodies  # here: only a bounded read pays for it
+
+        bounds = fit_bodies(order, max_chars)
+    record = order[0]
+    # The keys of ReadResult, with the optional ones a name (resolvedFrom, alternatives) and a budget add.
+    result: dict[str, Any] = {
         "id": record["id"],
+        **named,
         "title": record["title"],
         "frontmatter": record["frontmatter"],
         "body": record["body"],
@@ -131,25 +178,40 @@ def read_note(config: Config, raw_id: str, depth: int | None = None, *, reporter
         "modifiedExternally": last is not None and last != record["version"],
         # A sync that met two different overwrites left the other machine's version beside the note.
         "conflict": has_conflict_copy(ref.path),
+        **bounds,
     }
     if incomplete:
         result["incomplete"] = ["backlinks"]
-    return result
+    return cast("ReadResult", result)
 
 
-def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, bool]:
+def _by_name(
+    config: Config, index: VaultIndex, resolver: LinkResolver, name: str, missing: NotFound | None
+) -> tuple[NoteRef, dict[str, Any]]:
+    """The note `name` resolves to, with `resolvedFrom` (and `alternatives`); else the not-found error."""
+    from .names import find_by_name, name_fields
+
+    found = find_by_name(index, resolver, name)
+    if found is None:
+        assert missing is not None
+        raise missing
+    note_id, alternatives = found
+    return resolve_note(config, note_id), name_fields(name, alternatives)
+
+
+def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, LinkResolver, bool]:
     """Refresh the index (never waiting for another process's refresh) and say how links resolve: by the
     index, or, while another process's build has left it half done, by the ids of a listing of the vault,
     with the LinkResolver's rules; True then, for the backlinks only the finished index can know."""
     stats = index.refresh(thorough=False)
     if not stats.busy or index.complete():
-        return index.resolve, False
+        return index.resolve, index.resolver(), False
     from ..index.scan import scan_vault
-    from ..notes.links import LinkResolver, resolve_stored
+    from ..notes.links import resolve_stored
 
     reporter.warn(
         "another amem process is building the vault's index: links were resolved from the vault's files, "
         "and backlinks lists only the notes indexed so far (incomplete)"
     )
     resolver = LinkResolver(scan_vault(index.config).files, index.config.extensions)
-    return functools.partial(resolve_stored, resolver), True
+    return functools.partial(resolve_stored, resolver), resolver, True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from ..gitvault.git import (
     resolve_commit,
     short_hash,
 )
+from .names import refuse_case_twin
 from .write import save_note
 
 if TYPE_CHECKING:
@@ -42,6 +44,8 @@ def restore_note(
         raise NotFound(f'cannot restore note "{ref.id}": the note does not exist at {short}', revision=rev)
     old_path, oid = found
     content = blob_content(repo, oid, old_path)
+    if not os.path.lexists(ref.path):
+        refuse_case_twin(config, ref, f'cannot restore note "{ref.id}"')
 
     result = save_note(config, ref, lambda _current: content, base_version=base_version)
 

@@ -6,6 +6,7 @@ writes external changes: every write the operations make goes through it.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -62,6 +63,10 @@ def write_note(
     if mode == "append" and not content.strip():
         raise UsageError("nothing to append: the content is empty")
     ref = resolve_note(config, raw_id)
+    if not require_existing and not os.path.lexists(ref.path):
+        from .names import refuse_case_twin  # here: only a new note needs its folder listed
+
+        refuse_case_twin(config, ref, f"cannot write note {quote(ref.id)}")
     tz = config.tz
 
     def transform(old: bytes | None) -> bytes:
