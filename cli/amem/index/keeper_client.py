@@ -148,8 +148,13 @@ def semantic_ranking(
     return out
 
 
+class LineTooLong(ValueError):
+    """A line longer than the reader's limit."""
+
+
 def read_line(conn: socket.socket, deadline: float, limit: int = 1 << 26) -> bytes:
-    """One newline-ended line from `conn` by `deadline`; ValueError when it is cut short or too long."""
+    """One newline-ended line from `conn` by `deadline`, for either side of the socket: TimeoutError when
+    it does not come in time, LineTooLong when it is longer than `limit`, ValueError when it is cut short."""
     data = bytearray()
     while not data.endswith(b"\n"):
         remaining = deadline - time.monotonic()
@@ -157,8 +162,10 @@ def read_line(conn: socket.socket, deadline: float, limit: int = 1 << 26) -> byt
             raise TimeoutError("no answer in time")
         conn.settimeout(remaining)
         piece = conn.recv(1 << 16)
-        if not piece or len(data) + len(piece) > limit:
+        if not piece:
             raise ValueError("the line was cut short")
+        if len(data) + len(piece) > limit:
+            raise LineTooLong("too long")
         data += piece
     return bytes(data)
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..index.keeper_client import PROTOCOL
+from ..index.keeper_client import PROTOCOL, LineTooLong, read_line
 
 if TYPE_CHECKING:
     import socket
@@ -64,22 +64,12 @@ def parse_request(line: bytes) -> RankRequest:
     return RankRequest(query, depth, None if among is None else set(among))
 
 
-def read_line(conn: socket.socket, deadline: float, limit: int) -> bytes:
-    """One newline-ended line from `conn` by `deadline`: TimeoutError when it does not come in time,
-    BadRequest when it is longer than `limit`, ValueError when the client hung up before its end."""
-    data = bytearray()
-    while not data.endswith(b"\n"):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("no answer in time")
-        conn.settimeout(remaining)
-        piece = conn.recv(1 << 16)
-        if not piece:
-            raise ValueError("the line was cut short")
-        if len(data) + len(piece) > limit:
-            raise BadRequest("too long")
-        data += piece
-    return bytes(data)
+def read_request_line(conn: socket.socket, deadline: float) -> bytes:
+    """The request's line (`read_line`, bounded by MAX_REQUEST); BadRequest when it is longer."""
+    try:
+        return read_line(conn, deadline, MAX_REQUEST)
+    except LineTooLong:
+        raise BadRequest("too long") from None
 
 
 def serve_client(conn: socket.socket, rank: Callable[[RankRequest], dict[str, Any]]) -> None:
@@ -89,7 +79,7 @@ def serve_client(conn: socket.socket, rank: Callable[[RankRequest], dict[str, An
         with conn:
             deadline = time.monotonic() + CLIENT_TIMEOUT
             try:
-                answer = rank(parse_request(read_line(conn, deadline, MAX_REQUEST)))
+                answer = rank(parse_request(read_request_line(conn, deadline)))
             except BadRequest as exc:
                 answer = {"error": "bad request", "reason": str(exc)}
             conn.settimeout(CLIENT_TIMEOUT)
