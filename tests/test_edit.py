@@ -108,6 +108,14 @@ def test_an_updated_line_is_added_in_the_blocks_own_line_ending(amem: Any, vault
     assert re.fullmatch(r"---\nupdated: [^\n]+\n---\ntop\n\njust text\n", bare.read_text())
 
 
+def test_a_quoted_updated_key_is_stamped_in_place_not_repeated(amem: Any, vault: Path) -> None:
+    path = write_file(vault / "q.md", '---\n"updated": "2024-01-01" # when\ntags: [a]\n---\nold\n')
+    assert amem("edit", "q", "--find", "old", "--replace", "new").exit_code == 0
+    assert re.fullmatch(r'---\n"updated": "[^"\n]+" # when\ntags: \[a\]\n---\nnew\n', path.read_text()), (
+        path.read_text()
+    )
+
+
 def test_section_replaces_up_to_the_next_heading_of_its_level(amem: Any, vault: Path) -> None:
     path = write_file(vault / "auth.md", NOTE)
     result = amem("edit", "auth", "--section", "status", "Keys rotate daily.")

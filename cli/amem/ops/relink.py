@@ -6,8 +6,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-_UPDATED = re.compile(r"updated[ \t]*:")
-_UPDATED_LINE = re.compile(r"(updated[ \t]*:[ \t]*)(.*?)([ \t]+#.*)?")
+#: The top-level `updated` key of a frontmatter line, bare or quoted (`"updated":` is the same key).
+_KEY = r"""(?:updated|"updated"|'updated')[ \t]*:"""
+_UPDATED = re.compile(_KEY)
+_UPDATED_LINE = re.compile(rf"({_KEY}[ \t]*)(.*?)([ \t]+#.*)?")
 #: What a bare Markdown link destination cannot hold as itself; `%` is always written encoded, since a
 #: note link's path is read with %XX decoded.
 _BARE_ESCAPES = {" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E", "\t": "%09"}
