@@ -250,6 +250,8 @@ def _minilm() -> Embedder:
 
 MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": _WordLlama, "static-model": _StaticModel, "minilm": _minilm}
 DEFAULT_MODEL = "wordllama"
+#: The models fast enough to embed inside a search (their `inline`), known without loading them.
+INLINE_MODELS = frozenset({"wordllama", "static-model"})
 #: `semantic.model: static` (the default) is wordllama's model.
 ALIASES = {"static": DEFAULT_MODEL}
 _loaded: dict[str, Embedder] = {}
@@ -701,7 +703,9 @@ def for_search(
 
         ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
         if ranking is not None:
-            return SearchRanker.covering(index, None, reporter, stored_coverage(index.conn), ranking)
+            # a static model's keeper brought every vector up to date before it ranked
+            share = 1.0 if model in INLINE_MODELS else stored_coverage(index.conn)
+            return SearchRanker.covering(index, None, reporter, share, ranking)
     try:
         embedder = load_embedder(model)
         conn = index.conn
