@@ -149,7 +149,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         frozenset({"amem.notes.ids", "amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"}),
         "amem.ops.sync",
     ),
-    "index": (["index"], NOTES, NOTES_AMEM, "amem.index.index"),
+    # amem.index.embedding: whether semantic.model is one embedded here (it imports nothing more itself)
+    "index": (["index"], NOTES, NOTES_AMEM | {"amem.index.embedding"}, "amem.index.index"),
     "info": (
         ["info"],
         frozenset({"copy", "dataclasses", "hashlib"}),
@@ -175,7 +176,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         # the declarations its schemas come from: argument checks and the shapes of the results
         | {"amem.mcp_declare", "amem.shapes"}
         | {f"amem.watcher.{m}" for m in ("observation", "redact")}
-        | {"amem.fswatch.observer", "amem.fswatch.rules"},
+        | {"amem.fswatch.observer", "amem.fswatch.rules"}
+        | {"amem.index.embedding"},  # its keeper asks whether semantic.model is embedded in the background
         "amem.mcp_server",
     ),
 }

@@ -81,7 +81,10 @@ class SearchResult(TypedDict):
     total: int
     truncated: bool
     fused: bool
+    #: "ok", "partial" (the vectors cover only part of the vault yet), "error" or "unavailable"
     semantic: str
+    #: with semantic ranking: the share of the notes (0..1) whose vectors are up to date
+    semanticCoverage: NotRequired[float]
 
 
 class ListedNote(TypedDict):

@@ -15,6 +15,15 @@ For each vault size:
   keeper, then with one (the model loaded in the keeper, not in the search), beside `amem search` and
   `amem --version` in the same loops, medians and ratios; the answers compared for equality.
 Vaults are generated once under --work and reused; every run stops by itself.
+
+    python tests/bench/bench_semantic.py --costs DIR [DIR …] [--sample 60] [--runs 3] [--fp32 FOLDER]
+
+The models' cost table (docs/performance.md, "Semantic model"): for each model configuration, in a fresh
+process each, side by side and alternating, medians of --runs: load time, the chunks of --sample notes of
+each DIR (a genvault vault, a corpus) embedded (chunks/s, notes/s), query embedding ms, and the process's
+peak RSS. Configurations: static; minilm (int8, onnxruntime) with 1 and 2 threads; minilm with batches of
+8 padded texts (what batching would gain; amem embeds one text at a time, see amem.index.models); and,
+with --fp32, a sentence-transformers folder (model.safetensors) run by amem's numpy encoder.
 """
 
 from __future__ import annotations
@@ -170,8 +179,87 @@ def with_keeper(vault: Path, cache: Path, runs: int) -> None:
     print(f"  same answers with and without the keeper: {alone == kept}")
 
 
+_COST_CHILD = r"""
+import glob, json, os, resource, statistics, sys, time
+setting, folders, sample = json.loads(sys.argv[1])
+from amem.index import models, semantic
+if setting.get("threads"):
+    models.MAX_THREADS = setting["threads"]
+start = time.perf_counter()
+embedder = semantic.load_embedder(setting["model"])
+load_s = time.perf_counter() - start
+texts, notes = [], 0
+for folder in folders:
+    files = sorted(glob.glob(os.path.join(folder, "**", "*.md"), recursive=True))
+    step = max(1, len(files) // sample)
+    for path in files[::step][:sample]:
+        with open(path, encoding="utf-8") as handle:
+            body = semantic._body(handle.read())
+        texts.extend(semantic.chunks(os.path.basename(path), body))
+        notes += 1
+start = time.perf_counter()
+cpu = resource.getrusage(resource.RUSAGE_SELF)
+batch = setting.get("batch", 1)
+if batch == 1:
+    embedder.embed(texts)
+else:  # padded batches straight through the session: what batching would give
+    import numpy as np
+    tok = embedder.tokenizer
+    tok.enable_padding()
+    for at in range(0, len(texts), batch):
+        enc = tok.encode_batch(texts[at : at + batch])
+        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        embedder.backend.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": ids * 0})
+embed_s = time.perf_counter() - start
+after = resource.getrusage(resource.RUSAGE_SELF)
+cpu_s = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
+queries = []
+for q in ("how long do sessions stay valid", "deploy the server", "认证令牌", "retry with backoff"):
+    t = time.perf_counter()
+    embedder.embed([q])
+    queries.append(time.perf_counter() - t)
+print(json.dumps({"load_s": load_s, "chunks": len(texts), "notes": notes, "embed_s": embed_s, "cpu_s": cpu_s,
+                  "query_ms": statistics.median(queries) * 1000,
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None) -> None:
+    import json
+
+    settings: dict[str, dict[str, object]] = {
+        "static": {"model": "static"},
+        "minilm, 2 threads": {"model": "minilm", "threads": 2},
+        "minilm, 1 thread": {"model": "minilm", "threads": 1},
+        "minilm, 2 threads, batches of 8": {"model": "minilm", "threads": 2, "batch": 8},
+    }
+    if fp32 is not None:
+        settings["fp32 numpy (model folder)"] = {"model": str(fp32)}
+    got: dict[str, list[dict[str, float]]] = {name: [] for name in settings}
+    for _ in range(runs):
+        for name, setting in settings.items():
+            arg = json.dumps([setting, [str(f) for f in folders], sample])
+            out = subprocess.run([sys.executable, "-c", _COST_CHILD, arg], capture_output=True, text=True)
+            if out.returncode:
+                raise SystemExit(f"{name}: {out.stderr}")
+            got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"| model | load s | peak RSS MiB | chunks/s | notes/s | CPU ms/chunk | query ms |  ({runs} runs, medians)")
+    for name, results in got.items():
+        med = {key: statistics.median(r[key] for r in results) for key in results[0]}
+        print(
+            f"| {name} | {med['load_s']:.2f} | {med['rss_mib']:.0f} | {med['chunks'] / med['embed_s']:.1f} |"
+            f" {med['notes'] / med['embed_s']:.2f} | {med['cpu_s'] * 1000 / med['chunks']:.0f} |"
+            f" {med['query_ms']:.1f} |"
+            f"  ({med['chunks']:.0f} chunks)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--costs", type=Path, nargs="+", help="the model cost table over these vaults")
+    parser.add_argument("--sample", type=int, default=60, help="--costs: notes per vault")
+    parser.add_argument("--fp32", type=Path, help="--costs: a sentence-transformers folder with model.safetensors")
     parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-semantic"))
@@ -179,6 +267,9 @@ def main() -> None:
     parser.add_argument("--skip-process", action="store_true", help="only the in-process figures")
     parser.add_argument("--keeper-only", action="store_true", help="only the figures with and without a keeper")
     args = parser.parse_args()
+    if args.costs:
+        costs(args.costs, args.sample, args.runs, args.fp32)
+        return
     if not Path(AMEM).exists():
         raise SystemExit(f"{AMEM} does not exist: pip install '.[semantic]' first")
     args.work.mkdir(parents=True, exist_ok=True)

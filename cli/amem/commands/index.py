@@ -36,8 +36,10 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
 
     Prints {notes, terms, bytes, built, refreshed, took}: the notes and search terms indexed, the index's
     size in bytes, whether it was built from nothing, how many notes were added, changed or removed, and
-    the seconds it took. Every command keeps the index up to date by itself; this is for a vault you
-    suspect, or to pay for a first build before it is needed.
+    the seconds it took. With semantic.model minilm (or a model folder) it also embeds the notes whose
+    vectors are missing or stale, and `embedded` says how many; a killed run goes on where it stopped.
+    Every command keeps the index up to date by itself; this is for a vault you suspect, or to pay for a
+    first build before it is needed.
 
     With --watch, amem then keeps the index fresh until stopped (Ctrl-C or SIGTERM), and every other amem
     process on the vault asks it instead of checking every note: searches stay fast however large the
@@ -66,15 +68,26 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
         for message in changes.warnings:
             reporter.warn(message)
         refreshed = changes.added + changes.changed + changes.removed
+        embedded = _embed(index, reporter) if keeper is None else None
         stats = index.stats()
     finally:
         index.close()
     took = round(time.monotonic() - started, 3)
     result = {**stats, "built": not existed or (empty and refreshed > 0), "refreshed": refreshed, "took": took}
+    if embedded is not None:
+        result["embedded"] = embedded
     if keeper is None:
         emit(result)
     else:
         _keep(keeper, result)
+
+
+def _embed(index: Any, reporter: Any) -> int | None:
+    """With a semantic model embedded in the background (`semantic.model` minilm or a folder): embed the
+    notes whose vectors are missing or stale now (progress on a terminal), and say how many."""
+    from ..index.embedding import background, index_now
+
+    return index_now(index, reporter) if background(index.config) else None
 
 
 def _keep(keeper: Keeper, result: dict[str, Any]) -> None:

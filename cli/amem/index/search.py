@@ -123,7 +123,16 @@ def _search(
     finally:
         conn.execute("COMMIT")
     fused, status = (semantic.fused, semantic.status) if semantic else (False, "unavailable")
-    return {"hits": hits, "total": total, "truncated": total > len(hits), "fused": fused, "semantic": status}
+    result: SearchResult = {
+        "hits": hits,
+        "total": total,
+        "truncated": total > len(hits),
+        "fused": fused,
+        "semantic": status,
+    }
+    if semantic is not None and semantic.coverage is not None and semantic.fused:
+        result["semanticCoverage"] = semantic.coverage
+    return result
 
 
 def _semantic_ranker(index: VaultIndex, reporter: Reporter, query: str, where: Filter) -> SearchRanker:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..fswatch.observer import TreeWatcher
     from ..fswatch.rules import IgnoreRules, WatchedRoot
+    from .embedder import BackgroundEmbedder
     from .folder import KeeperFolder
     from .requests import RankRequest
 
@@ -83,6 +84,8 @@ class Keeper:
         self._ranking = threading.Lock()
         #: the keeper's own folder in the vault, open by descriptor from start() to stop()
         self._folder: KeeperFolder | None = None
+        #: embeds in the background when the semantic model is too slow for searches to (keeper/embedder)
+        self._embedder: BackgroundEmbedder | None = None
 
     # --- life ---------------------------------------------------------------------------------------
 
@@ -124,6 +127,7 @@ class Keeper:
                 "pid": os.getpid(),
                 "settings": VaultIndex(self.config)._settings(),
                 "vault": self.root,
+                "model": self.config.semantic_model,  # searches of another semantic.model rank themselves
             }
             if self._listen():
                 described["socket"] = SOCKET_FILE
@@ -138,6 +142,7 @@ class Keeper:
 
         self._thread = threading.Thread(target=self._run, name="amem-index-keeper", daemon=True)
         self._thread.start()
+        self._start_embedding()
         if self._listener is not None:
             self._server = threading.Thread(target=self._serve, name="amem-index-keeper-ranking", daemon=True)
             self._server.start()
@@ -150,6 +155,9 @@ class Keeper:
         with contextlib.suppress(OSError):
             (self.config.cache_dir / INFO_FILE).unlink()
         self._stop_serving()
+        if self._embedder is not None:
+            self._embedder.stop()
+            self._embedder = None
         if self._thread is not None:
             self._events.put(None)
             self._thread.join(timeout=30)
@@ -164,6 +172,15 @@ class Keeper:
             self._folder = None
 
     # --- semantic ranking ---------------------------------------------------------------------------
+
+    def _start_embedding(self) -> None:
+        from ..index.embedding import background
+
+        if background(self.config):
+            from .embedder import BackgroundEmbedder
+
+            self._embedder = BackgroundEmbedder(self.config, self.reporter)
+            self._embedder.start()
 
     def _listen(self) -> bool:
         """Listen on the cache folder's socket (bound under another name, made 0600, then renamed into
@@ -340,6 +357,8 @@ class Keeper:
             else:
                 index.update(notes)
             self.applied += 1
+            if self._embedder is not None:
+                self._embedder.kick()
             return index.stats() if notes is None else {}
         finally:
             applying.discard(_thread.get_ident())

