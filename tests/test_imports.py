@@ -164,7 +164,9 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "sync": (
         ["sync"],
         GIT_PROCESS | {"fcntl", "shlex"},
-        frozenset({"amem.notes.ids", "amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"}),
+        frozenset({"amem.notes.ids", "amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"})
+        # the scratch folders a killed sync left, found by the pid in their name (test_sync_processes)
+        | {"amem.gitvault.gitlocal", "amem.atomicfile"},
         "amem.ops.sync",
     ),
     "index": (["index"], NOTES, NOTES_AMEM, "amem.index.index"),

@@ -612,11 +612,13 @@ def _integrate(
 ) -> tuple[str | None, str | None]:
     """Bring the remote's commit in: (the commit the vault is now at, the last commit made here of local
     files that stood in the pull's way, or None). See `sync_guard` for what stands in the way and why."""
+    repo, local = place.repo, None
+    new = _target(place, head, theirs, config.extensions, outcome, conflicted)
+    if new is None or new == head:
+        return new, local  # nothing to bring in: no locks, no guard
     from ..gitvault.gitlocal import scratch_folder
     from .sync_guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
 
-    repo, local = place.repo, None
-    new = _target(place, head, theirs, config.extensions, outcome, conflicted)
     locks = NoteLocks(config)
     try:
         for _ in range(GUARD_ATTEMPTS):
