@@ -1,6 +1,10 @@
 """Benchmark `amem sync` and `amem history` side by side with git, on repositories built in a temporary folder.
 
-    python tests/bench/bench_sync.py [--runs 10] [--notes 1000]
+    python tests/bench/bench_sync.py [--runs 10] [--notes 1000] [--vault DIR] [--before AMEM] [--idle-only]
+
+--vault DIR: the first machine's notes are a copy of DIR (such as a vault made by genvault.py), committed
+in one commit, instead of --notes notes written one by one. --before AMEM: the idle sync is also timed
+side by side with that amem executable (the code before a change). --idle-only: step 1 only.
 
 1. sync with nothing to do, vs `git fetch && git status` in the same clone, and vs `amem --version`
    (farm-bench, paired runs);
@@ -61,7 +65,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--notes", type=int, default=1000)
     parser.add_argument("--interleave", type=int, default=0, metavar="N")
+    parser.add_argument("--vault", type=Path)
+    parser.add_argument("--before", metavar="AMEM")
+    parser.add_argument("--idle-only", action="store_true")
     args = parser.parse_args()
+    # Bytecode caching on, as in an installed amem (some environments set PYTHONDONTWRITEBYTECODE).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     for role in ("AUTHOR", "COMMITTER"):
         os.environ[f"GIT_{role}_NAME"] = "bench"
         os.environ[f"GIT_{role}_EMAIL"] = "bench@localhost"
@@ -72,7 +81,14 @@ def main() -> None:
         a, b = root / "a", root / "b"
         git(root, "clone", "-q", str(remote), str(a))
         names = [f"notes/n{i:05d}" for i in range(args.notes)]
-        append_all(a, names, "first words")
+        if args.vault:
+            shutil.copytree(args.vault, a, dirs_exist_ok=True, symlinks=True)
+            git(a, "add", "-A")
+            git(a, "commit", "-q", "-m", "the vault")
+            names = sorted(p.relative_to(a).with_suffix("").as_posix() for p in a.rglob("*.md"))
+            args.notes = len(names)
+        else:
+            append_all(a, names, "first words")
         amem_sync(a)
         git(root, "clone", "-q", str(remote), str(b))
         amem_sync(b)
@@ -80,6 +96,10 @@ def main() -> None:
         print(f"# {args.notes} notes; nothing to do", flush=True)
         farm(a, [AMEM, "sync"], "sh -c 'git fetch -q && git status >/dev/null'", args.runs, env)
         farm(a, [AMEM, "sync"], f"{AMEM} --version", args.runs, env)
+        if args.before:
+            farm(a, [AMEM, "sync"], f"{args.before} sync", args.runs, env)
+        if args.idle_only:
+            return
 
         print("# 100 notes appended to on each side (the same notes), the second machine's sync", flush=True)
         changed = names[:100]

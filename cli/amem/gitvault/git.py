@@ -10,10 +10,8 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -147,8 +145,8 @@ def _run_waiting_for_locks(
 # --- the repository ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Repository:
+# NamedTuples and plain classes rather than dataclasses: `amem sync` would pay for the dataclasses module.
+class Repository(NamedTuple):
     """A git work tree: its top-level folder and its (absolute) git directory."""
 
     top: Path
@@ -224,8 +222,7 @@ def head_commit(repo: Repository) -> str | None:
 # --- reading history --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(NamedTuple):
     hash: str
     timestamp: int
     author_name: str
@@ -355,12 +352,12 @@ def blob_content(repo: Repository, oid: str, rel: str) -> bytes:
 # --- committing one path ----------------------------------------------------------------------------
 
 
-@dataclass
 class CommitOutcome:
-    #: The new commit, or None when HEAD already held exactly this content (nothing was committed).
-    hash: str | None
-    initialised: bool = False
-    warnings: list[str] = field(default_factory=list)
+    def __init__(self, hash: str | None, initialised: bool = False, warnings: list[str] | None = None) -> None:
+        #: The new commit, or None when HEAD already held exactly this content (nothing was committed).
+        self.hash = hash
+        self.initialised = initialised
+        self.warnings: list[str] = [] if warnings is None else warnings
 
 
 def _identity(repo: Repository) -> tuple[dict[str, str], list[str]]:
@@ -535,6 +532,8 @@ def commit_paths(repo: Repository, changes: Sequence[PathChange], message: str) 
     """
     ident_env, warnings = _identity(repo)
     staged = _stage(repo, changes)
+    import tempfile  # here: only a commit needs a scratch folder
+
     with _IndexLock(repo) as index_lock, tempfile.TemporaryDirectory(prefix="amem-git-") as scratch:
         new_commit = _commit_on_head(repo, staged, message, ident_env, scratch)
         if new_commit is not None:

@@ -33,12 +33,12 @@ from ..notes.links import (
     resolve_stored,
 )
 from ..report import Reporter
-from .batch import BATCH, IndexResolver, _Batch
 from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
 from .sql import select_in
 
 if TYPE_CHECKING:
     from ..config import Config
+    from .batch import _Batch
 
 _T = TypeVar("_T")
 
@@ -494,6 +494,8 @@ class VaultIndex:
         """Write the diff: removals first, then the notes to index in batches, each its own transaction;
         the folder list and (thorough) the snapshot with the last. Until then the stored snapshot is
         gone, so an interrupted refresh is finished by the next one, which finds the batches done."""
+        from .batch import BATCH, _Batch  # here: a read of an unchanged vault writes no rows
+
         conn = self.conn
         batches = [diff.to_index[i : i + BATCH] for i in range(0, len(diff.to_index), BATCH)] or [[]]
         progress = self.reporter.progress("indexing", len(diff.to_index))
@@ -546,6 +548,8 @@ class VaultIndex:
         pending = conn.execute("SELECT count(*) FROM notes WHERE search != 0").fetchone()[0]
         if not pending:
             return
+        from .batch import BATCH, _Batch
+
         if work is None:
             work = _Batch(self, VaultScan(), RefreshStats(), bulk=False)
         progress = self.reporter.progress("indexing search terms", pending)
@@ -565,6 +569,8 @@ class VaultIndex:
             progress.done()
 
     def _resolver(self, bulk: bool = False) -> LinkResolver:
+        from .batch import IndexResolver
+
         if not bulk:
             return IndexResolver(self.conn, self.config.extensions)
         ids = [row[0] for row in self.conn.execute("SELECT id FROM notes WHERE problem IS NULL")]
@@ -683,8 +689,6 @@ def _statements(script: str) -> Iterator[str]:
 
 def remember_written(config: Config, note_id: str, version: str) -> None:
     """Record what amem wrote, so that `read` does not call amem's own write an external change."""
-    index = VaultIndex(config)
-    try:
-        index.mark_seen(note_id, version)
-    finally:
-        index.close()
+    from .seen import remember_written as record
+
+    record(config, note_id, version)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import re
 import unicodedata
@@ -200,6 +199,8 @@ def _spans_in_text(
     wikis = _wiki_spans(text, shift) if wiki else iter(())
     if not markdown:
         return wikis
+    import heapq  # here: only a note with Markdown links as well as [[links]] merges two scans
+
     found = (_shifted(span, shift) for span in iter_markdown_spans(text, extensions))
     return heapq.merge(wikis, found, key=lambda span: span.start)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 import re
 from datetime import date, datetime
@@ -73,6 +72,8 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [_jsonable(v) for v in value]
     if isinstance(value, bytes):
+        import base64  # here: only a YAML !!binary value is bytes
+
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, float) and value != value:  # NaN is not JSON
         return None

@@ -146,13 +146,14 @@ def read_note(
     try:
         resolve, resolver, incomplete = _how_links_resolve(index, reporter)
         if loaded is None:
-            ref, named = _by_name(config, index, resolver, raw_id, missing)
+            ref, named = _by_name(config, index, resolver or index.resolver(), raw_id, missing)
             loaded = _load(ref)
         data, st = loaded
         depth = config.max_link_depth if depth is None else depth
         order = _tree(config, resolve, ref, data, depth, reporter)
         last = index.last_seen(ref.id)
-        index.mark_seen(ref.id, order[0]["version"])
+        if last != order[0]["version"]:  # a read of what was seen already writes nothing
+            index.mark_seen(ref.id, order[0]["version"])
         backlinks = index.backlinks(ref.id)
     finally:
         index.close()
@@ -199,13 +200,14 @@ def _by_name(
     return resolve_note(config, note_id), name_fields(name, alternatives)
 
 
-def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, LinkResolver, bool]:
+def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, LinkResolver | None, bool]:
     """Refresh the index (never waiting for another process's refresh) and say how links resolve: by the
-    index, or, while another process's build has left it half done, by the ids of a listing of the vault,
-    with the LinkResolver's rules; True then, for the backlinks only the finished index can know."""
+    index (its LinkResolver left to the caller to make, None: a read by id needs none), or, while another
+    process's build has left it half done, by the ids of a listing of the vault, with the LinkResolver's
+    rules; True then, for the backlinks only the finished index can know."""
     stats = index.refresh(thorough=False)
     if not stats.busy or index.complete():
-        return index.resolve, index.resolver(), False
+        return index.resolve, None, False
     from ..index.scan import scan_vault
     from ..notes.links import resolve_stored
 

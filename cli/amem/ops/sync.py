@@ -18,9 +18,8 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import GitError
 from ..gitvault.git import (
@@ -46,14 +45,15 @@ PUSH_ATTEMPTS = 5
 ATTRIBUTES_FILE = ".gitattributes"
 
 
-@dataclass
+# Plain classes and NamedTuples rather than dataclasses: a sync would pay for the dataclasses module.
 class SyncOutcome:
-    remote: str
-    pulled: list[str] = field(default_factory=list)
-    pushed: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    #: The last commit amem made (pending changes or a merge), None when it made none.
-    commit: str | None = None
+    def __init__(self, remote: str) -> None:
+        self.remote = remote
+        self.pulled: list[str] = []
+        self.pushed: list[str] = []
+        self.conflicts: list[str] = []
+        #: The last commit amem made (pending changes or a merge), None when it made none.
+        self.commit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,8 +65,7 @@ class SyncOutcome:
         }
 
 
-@dataclass(frozen=True)
-class _Place:
+class _Place(NamedTuple):
     """Where the vault is in its repository and what it syncs with."""
 
     repo: Repository
@@ -329,9 +328,10 @@ def _index_follows(
 def _fetch(place: _Place) -> str | None:
     """Fetch the remote's branch into its tracking ref; its commit, or None when the remote has no such branch."""
     refspec = f"+{place.remote_ref}:{place.tracking_ref}"
-    proc = _run(
-        ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", place.remote, refspec], place.repo.top, check=False
-    )
+    # No automatic maintenance in the fetch: it is one more git process in every sync, and a sync that
+    # brought in or made nothing has nothing new for it; `_maintain` runs it after a sync that did.
+    args = ["-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head"]
+    proc = _run([*args, place.remote, refspec], place.repo.top, check=False)
     if proc.returncode != 0:
         if "couldn't find remote ref" in _stderr(proc):
             return None
@@ -352,8 +352,7 @@ def _changed(repo: Repository, old: str | None, new: str, spec: str) -> list[str
     return [os.fsdecode(name) for name in raw.split(b"\0") if name]
 
 
-@dataclass
-class _Merge:
+class _Merge(NamedTuple):
     commit: str
     #: The notes (repository paths) whose remote version was kept beside them as a conflict copy.
     conflicted: list[str]
@@ -613,11 +612,13 @@ def _integrate(
 ) -> tuple[str | None, str | None]:
     """Bring the remote's commit in: (the commit the vault is now at, the last commit made here of local
     files that stood in the pull's way, or None). See `sync_guard` for what stands in the way and why."""
+    repo, local = place.repo, None
+    new = _target(place, head, theirs, config.extensions, outcome, conflicted)
+    if new is None or new == head:
+        return new, local  # nothing to bring in: no locks, no guard
     from ..gitvault.gitlocal import scratch_folder
     from .sync_guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
 
-    repo, local = place.repo, None
-    new = _target(place, head, theirs, config.extensions, outcome, conflicted)
     locks = NoteLocks(config)
     try:
         for _ in range(GUARD_ATTEMPTS):
@@ -696,7 +697,21 @@ def sync_vault(
     if end is not None and end != start:
         report_attributes(place.repo, start, end, config.extensions, reporter)
     outcome.conflicts = _conflicts(config, place, conflicted, outcome.pulled, reporter)
+    _maintain(place, made_or_got=outcome.commit is not None or theirs not in (None, place.head) or end != place.head)
     return outcome
+
+
+#: How git spells a false boolean setting.
+_FALSE = ("false", "no", "off", "0")
+
+
+def _maintain(place: _Place, *, made_or_got: bool) -> None:
+    """What the fetch would have run: git's automatic maintenance (packing loose objects when there are
+    many), after a sync that made commits or received any, unless the repository's `maintenance.auto`
+    turns it off. Its failure is not the sync's."""
+    if not made_or_got or place.settings.get("maintenance.auto", "true").strip().lower() in _FALSE:
+        return
+    _run(["maintenance", "run", "--auto", "--quiet"], place.repo.top, check=False)
 
 
 def _conflicts(

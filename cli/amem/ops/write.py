@@ -35,7 +35,7 @@ def save_note(
     """`update_note`, and the index remembers the version written (under the note's lock)."""
 
     def remember(version: str) -> None:
-        from ..index.index import remember_written
+        from ..index.seen import remember_written
 
         remember_written(config, ref.id, version)
 

@@ -298,6 +298,13 @@ def append_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) ->
 
 
 def _last_heading(body: str) -> str | None:
+    if "```" not in body and "~~~" not in body:
+        # No fence: every line that starts with `#` is prose (an indented code line starts with a space).
+        at = body.rfind("\n#")
+        if at == -1 and not body.startswith("#"):
+            return None
+        line = body[at + 1 :].split("\n", 1)[0]
+        return line.removesuffix("\r").rstrip()
     last = None
     from ..notes.links import prose_lines
 

@@ -1,0 +1,107 @@
+"""The git processes an `amem sync` starts, as git itself traces them (GIT_TRACE): real clones of a bare
+repository, the installed amem in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.gitrepo import set_identity
+
+AMEM = [sys.executable, "-m", "amem"]
+#: What `git fetch` starts of its own: the other end of the transfer and its connectivity check.
+FETCH_INTERNALS = ("upload-pack", "rev-list", "index-pack", "unpack-objects")
+
+
+@pytest.fixture(autouse=True)
+def identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    set_identity(monkeypatch)
+    monkeypatch.setenv("AMEM_TZ", "+00:00")
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    path = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
+    return path
+
+
+def clone(remote: Path, where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True, capture_output=True)
+    return where
+
+
+def amem(vault: Path, *args: str, trace: Path | None = None, input: str | None = None) -> dict[str, object]:
+    env = {**os.environ, "AMEM_VAULT": str(vault)}
+    if trace is not None:
+        env["GIT_TRACE"] = str(trace)
+    proc = subprocess.run([*AMEM, *args], cwd=vault, env=env, input=input, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, object] = json.loads(proc.stdout)
+    return result
+
+
+def git_commands(trace: Path) -> list[str]:
+    """Every git process the trace shows, as `subcommand args…`, in order."""
+    marker = "trace: built-in: git "
+    return [line.split(marker, 1)[1] for line in trace.read_text().splitlines() if marker in line]
+
+
+def test_a_sync_with_nothing_to_do_fetches_and_starts_no_more_git_processes_than_it_needs(
+    remote: Path, tmp_path: Path
+) -> None:
+    a = clone(remote, tmp_path / "a")
+    amem(a, "write", "notes/x", "first words")
+    amem(a, "sync")
+    trace = tmp_path / "trace"
+    result = amem(a, "sync", trace=trace)
+    assert result["pulled"] == [] and result["pushed"] == [] and result["commit"] is None
+    commands = git_commands(trace)
+    own = [c.split()[0] for c in commands if not c.startswith(FETCH_INTERNALS)]
+    # where the vault is, what changed in it, the remote's settings; the fetch; what the remote holds
+    assert own == ["rev-parse", "status", "config", "fetch", "rev-parse"], commands
+    assert not any(c.startswith("maintenance") for c in commands), commands
+
+
+def test_a_sync_that_brings_notes_in_still_runs_gits_automatic_maintenance(remote: Path, tmp_path: Path) -> None:
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    amem(a, "write", "notes/x", "first words")
+    amem(a, "sync")
+    trace = tmp_path / "trace"
+    assert amem(b, "sync", trace=trace)["pulled"] == ["notes/x.md"]
+    assert any(c.startswith("maintenance run --auto") for c in git_commands(trace))
+
+
+def test_a_sync_that_commits_runs_it_too_unless_the_repository_turned_it_off(remote: Path, tmp_path: Path) -> None:
+    a = clone(remote, tmp_path / "a")
+    amem(a, "write", "notes/x", "first words")
+    trace = tmp_path / "trace"
+    assert amem(a, "sync", trace=trace)["pushed"] == ["notes/x.md"]
+    assert any(c.startswith("maintenance run --auto") for c in git_commands(trace))
+    subprocess.run(["git", "config", "maintenance.auto", "false"], cwd=a, check=True)
+    amem(a, "write", "notes/x", "more words")
+    trace.unlink()
+    assert amem(a, "sync", trace=trace)["pushed"] == ["notes/x.md"]
+    assert not any(c.startswith("maintenance") for c in git_commands(trace))
+
+
+def test_a_sync_with_nothing_to_do_loads_only_what_sync_is_allowed(
+    remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_imports import ALLOWED, AMEM_BASE, BASE, loaded_modules
+
+    a = clone(remote, tmp_path / "a")
+    amem(a, "write", "notes/x", "first words")
+    amem(a, "sync")
+    monkeypatch.setenv("AMEM_VAULT", str(a))
+    loaded = loaded_modules(["sync"], a)
+    _, others, amem_modules, required = ALLOWED["sync"]
+    assert required in loaded
+    top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
+    assert sorted(top_level - BASE - others) == []
+    assert sorted({m for m in loaded if m.startswith("amem")} - AMEM_BASE - amem_modules) == []
