@@ -102,6 +102,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     ),
     "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.index.search"),
     "list": (["list"], NOTES, NOTES_AMEM | {"amem.index.listing"}, "amem.index.listing"),
+    # JSON by default: the renderers (amem.graphview) and the HTML page load only for another --format
+    "graph": (["graph"], NOTES, NOTES_AMEM | {"amem.ops.graph"}, "amem.ops.graph"),
     "write": (
         ["write", "x", "more"],
         NOTES | {"fcntl"},

@@ -14,10 +14,7 @@ from . import Command, complete_note_id
     cls=Command,
     epilog="""
     amem graph | jq '.nodes | sort_by(-.in) | .[:5] | map(.id)'
-    amem graph notes/ --format dot | dot -Tsvg > notes.svg
     amem graph --from notes/auth --depth 2 --format mermaid
-    amem graph --format graphml --output vault.graphml
-    amem graph --missing | jq -r '.nodes[] | select(.missing) | .id'
     amem graph --format html --output graph.html
     """,
 )
