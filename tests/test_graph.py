@@ -216,3 +216,17 @@ def test_an_empty_vault_is_an_empty_graph(vault: Path, run: Any) -> None:
     assert result.code == 0, result.stderr
     assert result.stdout == "flowchart LR\n"
     assert run("graph").json == {"nodes": [], "edges": []}
+
+
+def test_prefix_and_from_complete_folders_and_note_ids(linked: Path) -> None:
+    from amem.cli import cli
+    from amem.completion import COMPLETE_VAR, AmemBashComplete
+
+    def complete(args: list[str], incomplete: str) -> list[str]:
+        shell = AmemBashComplete(cli, {}, "amem", COMPLETE_VAR)
+        return [item.value for item in shell.get_completions(args, incomplete)]
+
+    assert complete(["graph"], "no") == ["notes/"]
+    assert complete(["graph"], "notes/") == ["notes/a", "notes/b", "notes/c", "notes/d"]
+    assert complete(["graph", "--from"], "oth") == ["other/"]
+    assert complete(["graph", "notes/", "--from"], "other/") == ["other/e"]

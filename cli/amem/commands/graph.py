@@ -18,7 +18,7 @@ from . import Command, complete_note_id
     amem graph --format html --output graph.html
     """,
 )
-@click.argument("prefix", required=False, metavar="[PREFIX]")
+@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_note_id)
 @click.option(
     "--from",
     "start",
