@@ -230,3 +230,35 @@ def test_prefix_and_from_complete_folders_and_note_ids(linked: Path) -> None:
     assert complete(["graph"], "notes/") == ["notes/a", "notes/b", "notes/c", "notes/d"]
     assert complete(["graph", "--from"], "oth") == ["other/"]
     assert complete(["graph", "notes/", "--from"], "other/") == ["other/e"]
+
+
+def test_a_graph_beside_a_build_held_half_way_says_it_is_incomplete(vault: Path, run: Any) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.test_read_beside_build import indexed_notes
+
+    for i in range(3000):  # several of the index's batches
+        write_file(vault / f"f{i:05}.md", f"# F{i}\n\n[[f{(i + 1) % 3000:05}]]\n")
+    builder = subprocess.Popen(
+        [sys.executable, "-m", "amem", "index"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while indexed_notes() == 0:  # the first batch is in; the build goes on
+            assert builder.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        builder.send_signal(signal.SIGSTOP)  # it holds the refresh lock, half way
+        if indexed_notes() < 3000:
+            held = run("graph")
+            assert held.code == 0, held.stderr
+            assert held.json["incomplete"] is True and len(held.json["nodes"]) < 3000
+            assert "building" in held.stderr and "index" in held.stderr
+    finally:
+        builder.send_signal(signal.SIGCONT)
+        assert builder.wait(timeout=300) == 0
+    done = run("graph")
+    assert "incomplete" not in done.json and len(done.json["nodes"]) == 3000 and len(done.json["edges"]) == 3000
+    assert done.stderr == ""

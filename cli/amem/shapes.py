@@ -114,6 +114,8 @@ GraphEdge = TypedDict("GraphEdge", {"from": str, "to": str, "kind": str, "count"
 class GraphResult(TypedDict):
     nodes: list[GraphNode]
     edges: list[GraphEdge]
+    #: true while another process's build has the index half done: the graph holds what is indexed so far
+    incomplete: NotRequired[bool]
 
 
 # --- changes -------------------------------------------------------------------------------------------

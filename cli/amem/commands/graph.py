@@ -72,8 +72,9 @@ def command(
 
     Prints {nodes: [{id, title, tags, in, out}], edges: [{from, to, kind, count}]}: `kind` is link or
     embed (![[x]]), `count` how many times the note writes it; `in` and `out` count the distinct notes of
-    the graph linking here and linked to. Links to notes left out are not drawn. Other formats print the
-    graph's text instead, or with --output write it to FILE.
+    the graph linking here and linked to. Links to notes left out are not drawn. While another process
+    builds the index, `incomplete` is true (and a warning says so). Other formats print the graph's text
+    instead, or with --output write it to FILE.
     """
     from ..ops.graph import vault_graph
 

@@ -37,7 +37,8 @@ def vault_graph(
     reporter: Reporter | None = None,
 ) -> GraphResult:
     """{nodes: [{id, title, tags, in, out, missing?}], edges: [{from, to, kind, count}]}: `in` and `out`
-    count the distinct notes of the graph that link here and that this note links to."""
+    count the distinct notes of the graph that link here and that this note links to. While another
+    process's build has the index half done, `incomplete: true` and a warning say so."""
     from ..index.index import VaultIndex
     from ..notes.ids import normalise_prefix
     from ..notes.tags import notes_where
@@ -48,7 +49,8 @@ def vault_graph(
     index = VaultIndex(config, reporter)
 
     def query() -> GraphResult:
-        index.refresh(thorough=False)
+        stats = index.refresh(thorough=False)  # never waits for another process's build: says so instead
+        incomplete = stats.busy and not index.complete()
         chosen = {
             row[0]: (row[1], json.loads(row[2]))
             for row in index.conn.execute(f"SELECT id, title, tags FROM notes WHERE {where} ORDER BY id", params)
@@ -60,7 +62,14 @@ def vault_graph(
             chosen = {note_id: chosen[note_id] for note_id in sorted(keep)}
             edges = {key: n for key, n in edges.items() if key[0] in keep and key[1] in keep}
             unresolved = {key: n for key, n in unresolved.items() if key[0] in keep}
-        return _result(chosen, edges, unresolved)
+        result = _result(chosen, edges, unresolved)
+        if incomplete:
+            index.reporter.warn(
+                "another amem process is building the vault's index: the graph holds only the notes and links "
+                "indexed so far (incomplete)"
+            )
+            result["incomplete"] = True
+        return result
 
     try:
         return index.repairing(query)
