@@ -89,6 +89,28 @@ def test_the_page_lays_out_and_draws_every_node_offline(hostile: Path, run: Any,
             "document.getElementById('colour').dispatchEvent(new Event('change'))"
         )
         assert browser.evaluate("document.getElementById('legend').textContent").startswith("(no tag)")
+        # zoom with the wheel, pan with a drag, pick a note with a click
+        before = browser.evaluate("window.amemGraph.view()")
+        browser.evaluate(
+            "document.getElementById('view').dispatchEvent(new WheelEvent('wheel', "
+            "{deltaY: -300, clientX: 500, clientY: 350, bubbles: true, cancelable: true}))"
+        )
+        zoomed = browser.evaluate("window.amemGraph.view()")
+        assert zoomed["k"] > before["k"] * 1.2
+        for kind, at in (("pointerdown", 400), ("pointermove", 460), ("pointerup", 460)):
+            browser.evaluate(
+                f"document.getElementById('view').dispatchEvent(new PointerEvent('{kind}', "
+                f"{{clientX: {at}, clientY: 300, pointerId: 1, bubbles: true}}))"
+            )
+        assert browser.evaluate("window.amemGraph.view().tx") == pytest.approx(zoomed["tx"] + 60)
+        where = browser.evaluate("window.amemGraph.screenOf('hub.md')")
+        for kind in ("pointerdown", "pointerup"):
+            browser.evaluate(
+                f"document.getElementById('view').dispatchEvent(new PointerEvent('{kind}', "
+                f"{{clientX: {where[0]}, clientY: {where[1]}, pointerId: 1, bubbles: true}}))"
+            )
+        assert browser.evaluate("window.amemGraph.view().selected") == "hub.md"
+        assert browser.evaluate("document.getElementById('p-title').textContent") == "Hub"
         colours, drawn_share = colour_census(browser.screenshot(scale=0.3))
         assert colours > 20 and drawn_share > 0.01, (colours, drawn_share)
         assert browser.evaluate("window.__xss") is None
