@@ -51,10 +51,9 @@ def vault_graph(
     def query() -> GraphResult:
         stats = index.refresh(thorough=False)  # never waits for another process's build: says so instead
         incomplete = stats.busy and not index.complete()
-        chosen = {
-            row[0]: (row[1], json.loads(row[2]))
-            for row in index.conn.execute(f"SELECT id, title, tags FROM notes WHERE {where} ORDER BY id", params)
-        }
+        rows = index.conn.execute(f"SELECT id, title, tags FROM notes WHERE {where} ORDER BY id", params).fetchall()
+        tag_lists = json.loads("[" + ",".join(row[2] for row in rows) + "]")  # one parse, not one a note
+        chosen = {row[0]: (row[1], tags) for row, tags in zip(rows, tag_lists, strict=True)}
         edges, unresolved = _links(index, where, params, missing)
         edges = {key: count for key, count in edges.items() if key[1] in chosen}
         if start is not None:
@@ -82,17 +81,19 @@ def _links(index: VaultIndex, where: str, params: list[str], missing: bool) -> t
     (from, to, kind); a note's links to one note under several spellings add up."""
     resolved: _Edges = {}
     unresolved: _Edges = {}
+    # summed in SQLite, one row per linking note and note linked (or, unresolved, target as stored)
     rows = index.conn.execute(
-        "SELECT n.id, l.target, l.resolved, l.count, l.embeds FROM links l JOIN notes n ON n.rowid = l.src "
-        f"WHERE l.src IN (SELECT rowid FROM notes WHERE {where})",
+        "SELECT n.id, l.resolved, CASE WHEN l.resolved IS NULL THEN l.target END AS t, sum(l.count - l.embeds), "
+        "sum(l.embeds) FROM links l JOIN notes n ON n.rowid = l.src "
+        f"WHERE l.src IN (SELECT rowid FROM notes WHERE {where})"
+        + ("" if missing else " AND l.resolved IS NOT NULL")
+        + " GROUP BY l.src, l.resolved, t",
         params,
     )
-    for src, target, to, count, embeds in rows:
-        if to is None and not missing:
-            continue
+    for src, to, target, links, embeds in rows:
         into = resolved if to is not None else unresolved
         to = to if to is not None else target.removeprefix(PATH_MARK)
-        for kind, n in (("link", count - embeds), ("embed", embeds)):
+        for kind, n in (("link", links), ("embed", embeds)):
             if n > 0:
                 into[src, to, kind] = into.get((src, to, kind), 0) + n
     return resolved, unresolved
@@ -128,17 +129,17 @@ def _neighbourhood(start: str, edges: _Edges, depth: int) -> set[str]:
 
 
 def _result(chosen: dict[str, tuple[str, list[str]]], edges: _Edges, unresolved: _Edges) -> GraphResult:
-    outs: dict[str, set[str]] = {}
-    ins: dict[str, set[str]] = {}
-    for src, to, _ in (*edges, *unresolved):
-        outs.setdefault(src, set()).add(to)
-        ins.setdefault(to, set()).add(src)
+    from collections import Counter
+
+    pairs = {(src, to) for src, to, _ in edges} | {(src, to) for src, to, _ in unresolved}
+    outs = Counter(src for src, _ in pairs)
+    ins = Counter(to for _, to in pairs)
     nodes: list[GraphNode] = [
-        {"id": note, "title": title, "tags": tags, "in": len(ins.get(note, ())), "out": len(outs.get(note, ()))}
+        {"id": note, "title": title, "tags": tags, "in": ins[note], "out": outs[note]}
         for note, (title, tags) in chosen.items()
     ]
     for target in sorted({to for _, to, _ in unresolved}):
-        nodes.append({"id": target, "title": target, "tags": [], "in": len(ins[target]), "out": 0, "missing": True})
+        nodes.append({"id": target, "title": target, "tags": [], "in": ins[target], "out": 0, "missing": True})
     links: list[GraphEdge] = [
         {"from": src, "to": to, "kind": kind, "count": count}
         for (src, to, kind), count in sorted({**edges, **unresolved}.items())
