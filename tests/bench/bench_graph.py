@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -24,10 +25,14 @@ from tests.browser import Browser, chromium_binary  # noqa: E402
 GENVAULT = REPO.parent / "shared" / "bench" / "genvault.py"
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one run: on a loaded machine the CPU time is the steadier figure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def vault_of(work: Path, notes: int, amem: str) -> dict[str, str]:
@@ -49,15 +54,19 @@ def generation(work: Path, notes: int, runs: int, amem: str) -> None:
         "amem graph": [amem, "graph"],
         "amem graph --format html": [amem, "graph", "--format", "html", "--output", str(page)],
     }
-    times: dict[str, list[float]] = {name: [] for name in cases}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     for _ in range(runs):
         for name, cmd in cases.items():
             times[name].append(timed(cmd, env))
-    reference = statistics.median(times["amem list (reference)"])
-    print(f"\n{notes} notes, {runs} runs each; page {page.stat().st_size / 1e6:.1f} MB")
+    wall_ref = statistics.median(w for w, _ in times["amem list (reference)"])
+    cpu_ref = statistics.median(c for _, c in times["amem list (reference)"])
+    print(f"\n{notes} notes, {runs} runs each; page {page.stat().st_size / 1e6:.1f} MB; load {os.getloadavg()[0]:.1f}")
     for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:<28} median {median * 1000:8.0f} ms   x{median / reference:5.2f} of list")
+        wall, cpu = statistics.median(w for w, _ in values), statistics.median(c for _, c in values)
+        print(
+            f"  {name:<28} wall median {wall * 1000:7.0f} ms (x{wall / wall_ref:4.2f} of list)   "
+            f"CPU median {cpu * 1000:6.0f} ms (x{cpu / cpu_ref:4.2f})"
+        )
 
 
 def browser_layout(work: Path, notes: int, loads: int, amem: str) -> None:
