@@ -118,6 +118,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     ),
     "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.index.search"),
     "list": (["list"], NOTES, NOTES_AMEM | {"amem.index.listing"}, "amem.index.listing"),
+    # JSON by default: the renderers (amem.graphview) and the HTML page load only for another --format
+    "graph": (["graph"], NOTES, NOTES_AMEM | {"amem.ops.graph"}, "amem.ops.graph"),
     # A write records what it wrote in the index's `seen` table, and opens no more of the index for it.
     "write": (
         ["write", "x", "more"],

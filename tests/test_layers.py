@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("the keeper", frozenset({"amem.keeper"})),
     ("the vault operations", frozenset({"amem.ops"})),
     ("the watcher", frozenset({"amem.watcher"})),
+    ("the graph views", frozenset({"amem.graphview"})),
     (
         "the commands",
         frozenset({"amem.cli", "amem.commands", "amem.mcp_server", "amem.mcp_declare", "amem.completion", "amem.info"})

@@ -28,6 +28,7 @@ COMMANDS = (
     "read",
     "search",
     "list",
+    "graph",
     "write",
     "edit",
     "delete",

@@ -102,6 +102,25 @@ class ListResult(TypedDict):
     truncated: bool
 
 
+# --- graph ---------------------------------------------------------------------------------------------
+
+#: A note of the graph (or, with `missing: true`, a link target no note answers). `in` and `out` count the
+#: distinct nodes of the graph linking here and linked to. (Functional form: `in` is a Python keyword.)
+GraphNode = TypedDict(
+    "GraphNode",
+    {"id": str, "title": str, "tags": list[str], "in": int, "out": int, "missing": NotRequired[bool]},
+)
+#: The links `from` writes to `to`: `kind` is `link` or `embed` (![[x]]), `count` how many times.
+GraphEdge = TypedDict("GraphEdge", {"from": str, "to": str, "kind": str, "count": int})
+
+
+class GraphResult(TypedDict):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    #: true while another process's build has the index half done: the graph holds what is indexed so far
+    incomplete: NotRequired[bool]
+
+
 # --- changes -------------------------------------------------------------------------------------------
 
 

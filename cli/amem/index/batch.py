@@ -13,6 +13,7 @@ from ..digest import sha1_hex
 from ..notes.ids import may_read, open_regular
 from ..notes.links import (
     PATH_MARK,
+    LinkCensus,
     LinkResolver,
     alias_keys,
     link_census,
@@ -63,7 +64,8 @@ class _ReadNote(NamedTuple):
 
     row: _NoteRow
     tags: list[str]
-    targets: list[str]
+    #: each distinct stored target: (target, how many times written, how many of those as ![[embeds]])
+    targets: list[tuple[str, int, int]]
     aliases: list[str]  # link keys of its frontmatter `aliases`, how `read` finds a note by another name
 
 
@@ -132,7 +134,7 @@ class _Batch:
         next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
         tag_rows: list[tuple[int, str]] = []
         alias_rows: list[tuple[int, str]] = []
-        link_rows: list[tuple[int, int, str]] = []
+        link_rows: list[tuple[int, int, str, int, int]] = []
         for note_id in batch:
             note = self._read(note_id)
             self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
@@ -155,7 +157,7 @@ class _Batch:
                 conn.execute(f"UPDATE notes SET {_ROW_ASSIGNMENTS} WHERE rowid=?", (*note.row, rowid))
             tag_rows += [(rowid, tag) for tag in note.tags]
             alias_rows += [(rowid, key) for key in note.aliases]
-            link_rows += [(rowid, seq, target) for seq, target in enumerate(note.targets)]
+            link_rows += [(rowid, seq, *target) for seq, target in enumerate(note.targets)]
         conn.executemany(
             f"INSERT INTO notes (rowid, {', '.join(_NoteRow._fields)}) VALUES (?{', ?' * len(_NoteRow._fields)})",
             new_rows,
@@ -220,7 +222,7 @@ class _Batch:
             text, problem = "", "it is not UTF-8 text"
         title, frontmatter, created, body_at = "", "{}", None, 0
         tags: list[str] = []
-        targets: list[str] = []
+        targets: list[tuple[str, int, int]] = []
         aliases: list[str] = []
         if problem is None:
             parsed = parse_note(text, note_id)  # YAML only beyond the simple subset
@@ -233,8 +235,8 @@ class _Batch:
             created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
             body_at = len(data) - len(body.encode("utf-8"))
             # Each distinct target once: a note that names one note a million times costs one row.
-            distinct = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0).distinct
-            targets = list(dict.fromkeys(t for t in (stored_target(link, note_id) for link in distinct) if t))
+            census = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0)
+            targets = _counted_targets(census, note_id)
         cut = note_id.rfind("/") + 1
         key = link_key(note_id)
         row = _NoteRow(
@@ -258,7 +260,7 @@ class _Batch:
         return _ReadNote(row, tags, targets, aliases)
 
     def _store_links(
-        self, link_rows: list[tuple[int, int, str]], keys: set[str], old_targets: dict[int, set[str]]
+        self, link_rows: list[tuple[int, int, str, int, int]], keys: set[str], old_targets: dict[int, set[str]]
     ) -> set[str]:
         """Resolve and store the batch's links, and resolve again those elsewhere that `keys` may change;
         returns the ids whose backlinks changed."""
@@ -267,14 +269,15 @@ class _Batch:
         dirty = self._reresolve(keys)
         resolver = self.resolver()
         resolved = [
-            (src, seq, target, *_target_keys(target), resolve_stored(resolver, target))
-            for src, seq, target in link_rows
+            (src, seq, target, *_target_keys(target), resolve_stored(resolver, target), count, embeds)
+            for src, seq, target, count, embeds in link_rows
         ]
         self.conn.executemany(
-            "INSERT INTO links (src, seq, target, tkey, nkey, resolved) VALUES (?, ?, ?, ?, ?, ?)", resolved
+            "INSERT INTO links (src, seq, target, tkey, nkey, resolved, count, embeds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            resolved,
         )
         new_targets: dict[int, set[str]] = {}
-        for src, _, _, _, _, target in resolved:
+        for src, _, _, _, _, target, _, _ in resolved:
             if target:
                 new_targets.setdefault(src, set()).add(target)
         for src in old_targets.keys() | new_targets.keys():
@@ -397,3 +400,16 @@ class IndexResolver(LinkResolver):
 
     def find_basename(self, keys: list[str]) -> list[str]:
         return self._ids(f"name_key IN ({','.join('?' * len(keys))})", keys)
+
+
+def _counted_targets(census: LinkCensus, note_id: str) -> list[tuple[str, int, int]]:
+    """Each distinct stored target of a note once, in the order first written, with how many times it is
+    written and how many of those are embeds: a note that names one note a million times costs one row."""
+    counted: dict[str, list[int]] = {}
+    for link, count in zip(census.distinct, census.counts, strict=True):
+        target = stored_target(link, note_id)
+        if target:
+            tally = counted.setdefault(target, [0, 0])
+            tally[0] += count
+            tally[1] += count if link.embed else 0
+    return [(target, count, embeds) for target, (count, embeds) in counted.items()]

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 9  # 9: frontmatter aliases stored, for read by name
+SCHEMA_VERSION = 10  # 10: links counted (count, embeds), for graph
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
 #: meta key present while every note the last refresh found is in the index with its links resolved:
@@ -93,7 +93,9 @@ CREATE TABLE links (
     target TEXT NOT NULL,      -- normalised target, heading/block part removed
     tkey TEXT NOT NULL,        -- link_key(target)
     nkey TEXT NOT NULL,        -- link_key of the target's last segment: the base name it falls back to
-    resolved TEXT              -- note id the target resolves to, NULL when none
+    resolved TEXT,             -- note id the target resolves to, NULL when none
+    count INTEGER NOT NULL DEFAULT 1,  -- how many times the note writes a link to this target
+    embeds INTEGER NOT NULL DEFAULT 0  -- how many of those are ![[embeds]]
 );
 CREATE INDEX links_src ON links (src);
 CREATE INDEX links_target ON links (target);

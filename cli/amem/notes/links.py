@@ -374,6 +374,8 @@ class LinkCensus(NamedTuple):
     distinct: list[Link]
     #: how many links the note holds
     total: int
+    #: how many times each of `distinct` is written, in the same order
+    counts: tuple[int, ...] = ()
 
 
 def link_census(frontmatter_text: str | None, body: str, extensions: tuple[str, ...], limit: int | None) -> LinkCensus:
@@ -384,13 +386,18 @@ def link_census(frontmatter_text: str | None, body: str, extensions: tuple[str, 
     spans = itertools.chain(head, iter_link_spans(body, extensions))
     listed = [span.link for span in (spans if limit is None else itertools.islice(spans, limit))]
     first: dict[tuple[str, ...], tuple[int, Link]] = {}
+    written: Counter[tuple[str, ...]] = Counter()
     for at, span in enumerate(head, start=-len(head)):
-        first.setdefault(("f", span.link.target, str(span.link)), (at, span.link))
+        head_key: tuple[str, ...] = ("f", span.link.target, str(span.link))
+        first.setdefault(head_key, (at, span.link))
+        written[head_key] += 1
     total = len(head)
     for offset, text, wiki, markdown in _prose_texts(body):
-        total += _count_links(text, offset, wiki, markdown, extensions, first)
-    distinct = dict.fromkeys(link for _, link in sorted(first.values(), key=lambda item: item[0]))
-    return LinkCensus(listed, list(distinct), total)
+        total += _count_links(text, offset, wiki, markdown, extensions, first, written)
+    distinct: dict[Link, int] = {}
+    for seen, (_, link) in sorted(first.items(), key=lambda item: item[1][0]):
+        distinct[link] = distinct.get(link, 0) + written[seen]
+    return LinkCensus(listed, list(distinct), total, tuple(distinct.values()))
 
 
 def _prose_texts(body: str) -> Iterator[tuple[int, str, bool, bool]]:
@@ -420,14 +427,17 @@ def _count_links(
     markdown: bool,
     extensions: tuple[str, ...],
     first: dict[tuple[str, ...], tuple[int, Link]],
+    written: Counter[tuple[str, ...]],
 ) -> int:
-    """How many links `text` holds; each not met before goes into `first` with where it was met. The
-    matches are counted a chunk (whole lines: no link crosses one) at a time, in C."""
+    """How many links `text` holds; each not met before goes into `first` with where it was met, and
+    `written` counts each one's occurrences. The matches are counted a chunk (whole lines: no link
+    crosses one) at a time, in C."""
     total = 0
     for start, piece in _line_chunks(text):
         if wiki and "[[" in piece:
             for (embed, inner), count in Counter(_LINK.findall(piece)).items():
                 total += count
+                written["w", embed, inner] += count
                 if ("w", embed, inner) not in first:
                     at = offset + start + piece.find(f"{embed}[[{inner}]]")
                     first["w", embed, inner] = (at, parse_link(inner, bool(embed)))
@@ -441,6 +451,7 @@ def _count_links(
                         continue
                     first[key] = (offset + start + piece.find(f"[{label}]("), link)
                 total += count
+                written[key] += count
     return total
 
 

@@ -1,0 +1,120 @@
+"""`amem graph --format html`: one self-contained page, opened in headless Chromium from a temporary folder with
+networking off; it lays the graph out, draws every node, asks for nothing but itself, and never runs a note's
+text as markup. Skipped where Chromium is absent (CI installs it); the static checks run everywhere."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser import Browser, chromium_binary, colour_census
+from tests.conftest import write_file
+from tests.installed import installed_runner
+
+#: Titles that would run script if the page ever put them in as markup.
+HOSTILE = (
+    "</script><script>window.__xss = 1</script>",
+    '<img src=x onerror="window.__xss = 2">',
+    "\u2028line</p><!-- -->&amp; \\u003c",
+)
+needs_chromium = pytest.mark.skipif(chromium_binary() is None, reason="no Chromium on this machine")
+
+
+@pytest.fixture
+def run(tmp_path: Path, vault: Path) -> Any:
+    return installed_runner(tmp_path, vault)
+
+
+@pytest.fixture
+def hostile(vault: Path) -> Path:
+    for number, title in enumerate(HOSTILE):
+        write_file(vault / f"bad/{number}.md", f"---\ntitle: {json.dumps(title)}\ntags: [x]\n---\n[[hub]]\n")
+    write_file(vault / "hub.md", "# Hub\n\n[[bad/0]] ![[bad/1]]\n")
+    for number in range(40):
+        folder = ("alpha", "beta", "gamma")[number % 3]
+        write_file(vault / f"{folder}/n{number}.md", f"# Note {number}\n\n[[hub]] [[n{(number * 7) % 40}]]\n")
+    return vault
+
+
+def _page(run: Any, folder: Path, *args: str) -> tuple[Path, dict[str, Any]]:
+    page = folder / "graph.html"
+    result = run("graph", "--format", "html", "--output", str(page), *args)
+    assert result.code == 0, result.stderr
+    graph = run("graph", *args).json
+    return page, graph
+
+
+def test_the_page_is_self_contained_and_its_data_cannot_end_the_script(hostile: Path, run: Any, tmp_path: Path) -> None:
+    page, graph = _page(run, tmp_path)
+    html = page.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html, re.I)  # nothing from the network
+    assert "default-src 'none'" in html and "connect-src 'none'" in html
+    block = re.search(r'<script type="application/json" id="amem-data">(.*?)</script>', html, re.S)
+    assert block, "no data block"
+    assert "<" not in block.group(1) and ">" not in block.group(1)  # no title can end the element
+    data = json.loads(block.group(1))
+    assert [n[1] for n in data["nodes"]] == [n["title"] for n in graph["nodes"]]
+    assert len(data["edges"]) == len(graph["edges"])
+    assert html.count("<script") == 3  # the data, the vendored code as data, the viewer
+    for name in ("d3-force", "d3-quadtree", "d3-dispatch", "d3-timer"):
+        assert (Path(__file__).parent.parent / "cli/amem/graphview/vendor" / f"LICENSE.{name}").is_file()
+
+
+@needs_chromium
+def test_the_page_lays_out_and_draws_every_node_offline(hostile: Path, run: Any, tmp_path: Path) -> None:
+    page, graph = _page(run, tmp_path)
+    browser = Browser(1000, 700)
+    try:
+        browser.open(page)
+        state = browser.wait_for("window.amemGraph && window.amemGraph.frameMs !== null && window.amemGraph")
+        assert state["drawn"] == len(graph["nodes"]) == state["nodes"] == 44
+        assert state["edges"] == len(graph["edges"])
+        assert browser.evaluate("document.body.dataset.ready") == "1"
+        assert browser.evaluate("window.__xss") is None  # no title ran as script
+        # what a user does: search a note, pick it, read its title, tags and links in the panel
+        browser.evaluate(
+            "const s = document.getElementById('search'); s.value = 'onerror';"
+            "s.dispatchEvent(new Event('input')); s.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter'}))"
+        )
+        assert browser.evaluate("document.getElementById('p-title').textContent") == HOSTILE[1]
+        assert browser.evaluate("document.getElementById('p-tags').textContent") == "#x"
+        assert browser.evaluate("[...document.querySelectorAll('#p-in button')].map(b => b.title)") == ["hub.md"]
+        assert browser.evaluate("document.querySelectorAll('#panel img, #panel script').length") == 0
+        browser.evaluate(
+            "document.getElementById('colour').value = 'tag';"
+            "document.getElementById('colour').dispatchEvent(new Event('change'))"
+        )
+        assert browser.evaluate("document.getElementById('legend').textContent").startswith("(no tag)")
+        # zoom with the wheel, pan with a drag, pick a note with a click
+        before = browser.evaluate("window.amemGraph.view()")
+        browser.evaluate(
+            "document.getElementById('view').dispatchEvent(new WheelEvent('wheel', "
+            "{deltaY: -300, clientX: 500, clientY: 350, bubbles: true, cancelable: true}))"
+        )
+        zoomed = browser.evaluate("window.amemGraph.view()")
+        assert zoomed["k"] > before["k"] * 1.2
+        for kind, at in (("pointerdown", 400), ("pointermove", 460), ("pointerup", 460)):
+            browser.evaluate(
+                f"document.getElementById('view').dispatchEvent(new PointerEvent('{kind}', "
+                f"{{clientX: {at}, clientY: 300, pointerId: 1, bubbles: true}}))"
+            )
+        assert browser.evaluate("window.amemGraph.view().tx") == pytest.approx(zoomed["tx"] + 60)
+        where = browser.evaluate("window.amemGraph.screenOf('hub.md')")
+        for kind in ("pointerdown", "pointerup"):
+            browser.evaluate(
+                f"document.getElementById('view').dispatchEvent(new PointerEvent('{kind}', "
+                f"{{clientX: {where[0]}, clientY: {where[1]}, pointerId: 1, bubbles: true}}))"
+            )
+        assert browser.evaluate("window.amemGraph.view().selected") == "hub.md"
+        assert browser.evaluate("document.getElementById('p-title').textContent") == "Hub"
+        colours, drawn_share = colour_census(browser.screenshot(scale=0.3))
+        assert colours > 20 and drawn_share > 0.01, (colours, drawn_share)
+        assert browser.evaluate("window.__xss") is None
+        urls = browser.requests()
+    finally:
+        browser.close()
+    assert urls and all(u.startswith(("file://", "blob:", "data:")) for u in urls), urls
