@@ -21,7 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amem.index import tokenize
+from amem.index.batch import CompactResolver
 from amem.index.tokenize import field_text, stem
+from amem.notes.links import LinkResolver
 from tests.conftest import write_file
 from tests.installed import amem_bin
 
@@ -201,3 +203,32 @@ def test_a_cold_build_killed_half_way_is_finished_by_the_next_command_as_a_fresh
     fresh = tmp_path / "fresh"
     run_amem(tmp_path, vault, fresh, "index")
     assert index_dump(cache) == index_dump(fresh)
+
+
+# --- the cold build's resolver -----------------------------------------------------------------------
+
+note_ids = st.lists(
+    st.builds(
+        lambda folder, name, ext: f"{folder}{name}{ext}",
+        st.sampled_from(["", "a/", "A/", "a/b/", "c/a/", "x/y/z/"]),
+        st.sampled_from(["note", "Note", "NOTE", "café", "cafe\u0301", "用户", "n.v2"]),
+        st.sampled_from([".md", ".MD", ".markdown"]),
+    ),
+    max_size=30,
+    unique=True,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(note_ids, st.data())
+def test_the_compact_resolver_resolves_as_the_link_resolver_does(ids: list[str], data: st.DataObject) -> None:
+    extensions = (".md", ".markdown")
+    full, compact = LinkResolver(ids, extensions), CompactResolver(ids, extensions)
+    gone = data.draw(st.lists(st.sampled_from(ids), unique=True) if ids else st.just([]))
+    for note_id in gone:
+        full.remove(note_id)
+        compact.remove(note_id)
+    targets = [t for i in ids for t in (i, i.rsplit(".", 1)[0], i.rsplit("/", 1)[-1], i.upper(), f"b/{i}")]
+    for target in targets + ["nowhere", "a/note", "z/note.md"]:
+        assert compact.ranked(target) == full.ranked(target), target
+        assert compact.ranked_path(target) == full.ranked_path(target), target
