@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..digest import sha1_hex
@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 #: Notes indexed per transaction: small enough that other processes wait a fraction of a second for
 #: the write lock and that an interrupted build keeps nearly all its work, large enough to amortise.
 BATCH = 400
+#: Link targets whose resolution a cold build remembers (most targets are named by several notes); past
+#: this many the memo starts again, so that its memory stays bounded in any vault.
+_RESOLVED_MEMO = 65536
+#: meta key present while a cold build is half way: its links were resolved against notes it had not
+#: stored yet, so whichever refresh finishes its work resolves every link again first.
+_COLD_BUILD = "cold-build"
+_SET_META = "INSERT OR REPLACE INTO meta VALUES (?, '1')"
 
 
 class _NoteRow(NamedTuple):
@@ -76,9 +83,17 @@ class _Batch:
     notes) or whose backlinks field to rewrite (notes whose linking notes changed). The second writes
     those search rows, reading each note again, once every link of the refresh is known, so that a
     cold build writes each row once with its final backlinks. The marks are committed with each batch:
-    an interrupted refresh leaves them for the next one to finish."""
+    an interrupted refresh leaves them for the next one to finish.
 
-    def __init__(self, index: VaultIndex, scan: VaultScan, stats: RefreshStats, *, bulk: bool) -> None:
+    A cold build (`cold`: bulk work into an index that holds no note) resolves every link against all the
+    notes it is about to index from its first batch on, so that no link stored early is resolved again
+    when its target's batch comes: its resolver knows every note of the scan, less those found unreadable
+    (whose links are then resolved again, as when a note goes). Until its last batch is committed, a
+    `_COLD_BUILD` mark says so: the refresh that finishes a killed one resolves every link again."""
+
+    def __init__(
+        self, index: VaultIndex, scan: VaultScan, stats: RefreshStats, *, bulk: bool, ids: Sequence[str] = ()
+    ) -> None:
         self.index = index
         self.conn = index.conn
         self.config = index.config
@@ -89,6 +104,12 @@ class _Batch:
         self.real_root = os.path.realpath(self.root)
         self.racy_before = scan.started_ns - RACY_NS
         self._memory: LinkResolver | None = None
+        self._resolved: dict[str, tuple[str, str, str | None]] = {}  # a cold build's memo of _link_columns
+        self.cold = bulk and bool(ids) and self.conn.execute("SELECT 1 FROM notes LIMIT 1").fetchone() is None
+        self._cold_left = len(ids)  # notes the cold build has yet to write
+        self._checked_cold_mark = self.cold
+        if self.cold:
+            self._memory = CompactResolver(ids, self.config.extensions)
 
     def resolver(self) -> LinkResolver:
         if not self.bulk:
@@ -96,6 +117,27 @@ class _Batch:
         if self._memory is None:
             self._memory = self.index._resolver(bulk=True)
         return self._memory
+
+    def _link_columns(self, resolver: LinkResolver, target: str) -> tuple[str, str, str | None]:
+        """A stored target's (tkey, nkey, resolved), remembered per target in a cold build (whose resolver
+        changes only when a note turns out unreadable, which forgets the memo)."""
+        if not self.cold:
+            return (*_target_keys(target), resolve_stored(resolver, target))
+        memo = self._resolved
+        found = memo.get(target)
+        if found is None:
+            if len(memo) >= _RESOLVED_MEMO:
+                memo.clear()
+            found = memo[target] = (*_target_keys(target), resolve_stored(resolver, target))
+        return found
+
+    def _unreadable_in_cold_build(self, note_id: str) -> set[str]:
+        """A note the cold build's resolver counted on is unreadable: no link may resolve to it. Returns
+        the keys whose links are to be resolved again."""
+        assert self._memory is not None
+        self._memory.remove(note_id)
+        self._resolved.clear()
+        return resolution_keys(note_id, self.config.extensions)
 
     def remove(self, removed: list[tuple[int, str]]) -> None:
         from . import fts
@@ -124,9 +166,14 @@ class _Batch:
 
     def write(self, batch: list[str]) -> None:
         """Index the notes of `batch` (new or changed): their rows, tags and links, in one go."""
+        self._finish_killed_cold_build()
         if not batch:
             return
         conn = self.conn
+        if self.cold:
+            self._cold_left -= len(batch)
+            done = self._cold_left <= 0  # the last batch: every link now resolves as it will stay
+            conn.execute("DELETE FROM meta WHERE key = ?" if done else _SET_META, (_COLD_BUILD,))
         known, readable_before, old_targets = self._forget(batch)
         keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
         added: list[str] = []
@@ -145,7 +192,10 @@ class _Batch:
                 rowid = next_rowid
                 next_rowid += 1
                 new_rows.append((rowid, *note.row))
-                if readable:
+                if self.cold:
+                    if not readable:
+                        keys |= self._unreadable_in_cold_build(note_id)
+                elif readable:
                     keys |= resolution_keys(note_id, self.config.extensions)
                     added.append(note_id)
             else:
@@ -168,6 +218,27 @@ class _Batch:
             for note_id in added:
                 self._memory.add(note_id)
         self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
+
+    def _finish_killed_cold_build(self) -> None:
+        """A cold build was killed half way (its mark is there): resolve every stored link again against
+        the notes the index holds, once, before this refresh goes on."""
+        if self._checked_cold_mark:
+            return
+        self._checked_cold_mark = True
+        conn = self.conn
+        if conn.execute("SELECT 1 FROM meta WHERE key = ?", (_COLD_BUILD,)).fetchone() is None:
+            return
+        resolver = self.index._resolver(bulk=True)
+        moved: set[str] = set()
+        updates = []
+        for target, old in conn.execute("SELECT DISTINCT target, resolved FROM links").fetchall():
+            new = resolve_stored(resolver, target)
+            if new != old:
+                updates.append((new, target))
+                moved |= {i for i in (old, new) if i}
+        conn.executemany("UPDATE links SET resolved = ? WHERE target = ?", updates)
+        self._mark_backlinks(moved)
+        conn.execute("DELETE FROM meta WHERE key = ?", (_COLD_BUILD,))
 
     def _forget(self, batch: list[str]) -> tuple[dict[str, int], set[int], dict[int, set[str]]]:
         """Drop what the index holds of the batch's known notes (links, tags, search rows); returns their
@@ -269,7 +340,7 @@ class _Batch:
         dirty = self._reresolve(keys)
         resolver = self.resolver()
         resolved = [
-            (src, seq, target, *_target_keys(target), resolve_stored(resolver, target), count, embeds)
+            (src, seq, target, *self._link_columns(resolver, target), count, embeds)
             for src, seq, target, count, embeds in link_rows
         ]
         self.conn.executemany(
@@ -302,7 +373,7 @@ class _Batch:
         moved: set[str] = set()
         updates = []
         for target, old in rows:
-            new = resolve_stored(resolver, target)
+            new = self._link_columns(resolver, target)[2]
             if new != old:
                 updates.append((new, target))
                 moved |= {i for i in (old, new) if i}
@@ -413,3 +484,63 @@ def _counted_targets(census: LinkCensus, note_id: str) -> list[tuple[str, int, i
             tally[0] += count
             tally[1] += count if link.embed else 0
     return [(target, count, embeds) for target, (count, embeds) in counted.items()]
+
+
+class CompactResolver(LinkResolver):
+    """LinkResolver's lookups answered from memory as LinkResolver's own are, a key's only id held as
+    itself rather than in a list of one: a cold build holds every note of the vault in one, about half
+    the memory (72 against 143 MiB for 222,000 notes)."""
+
+    def __init__(self, ids: Iterable[str], extensions: tuple[str, ...]) -> None:
+        super().__init__((), extensions)
+        self._tables: tuple[dict[str, str | list[str]], ...] = ({}, {}, {})
+        for note_id in ids:
+            self.add(note_id)
+
+    def _entries(self, note_id: str) -> Iterator[tuple[dict[str, str | list[str]], str]]:
+        exact, suffix, basename = self._tables
+        key = link_key(note_id)
+        yield exact, key
+        parts = key.split("/")
+        for start in range(1, len(parts)):
+            yield suffix, "/".join(parts[start:])
+        yield basename, parts[-1]
+
+    def add(self, note_id: str) -> None:
+        for table, key in self._entries(note_id):
+            held = table.get(key)
+            if held is None:
+                table[key] = note_id
+            elif isinstance(held, str):
+                table[key] = [held, note_id]
+            else:
+                held.append(note_id)
+
+    def remove(self, note_id: str) -> None:
+        for table, key in self._entries(note_id):
+            held = table.get(key)
+            if held == note_id:
+                del table[key]
+            elif isinstance(held, list) and note_id in held:
+                held.remove(note_id)
+                if len(held) == 1:
+                    table[key] = held[0]
+
+    def _find(self, table: dict[str, str | list[str]], keys: list[str]) -> list[str]:
+        found: list[str] = []
+        for key in keys:
+            held = table.get(key)
+            if isinstance(held, str):
+                found.append(held)
+            elif held:
+                found += held
+        return found
+
+    def find_exact(self, keys: list[str]) -> list[str]:
+        return self._find(self._tables[0], keys)
+
+    def find_suffix(self, keys: list[str]) -> list[str]:
+        return self._find(self._tables[1], keys)
+
+    def find_basename(self, keys: list[str]) -> list[str]:
+        return self._find(self._tables[2], keys)

@@ -51,9 +51,10 @@ def links_text(source_ids: Iterable[str]) -> str:
     return SEPARATOR.join(map(_id_text, source_ids))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=32768)
 def _id_text(note_id: str) -> str:
-    """An id's terms: a note linked from many others is tokenized once per batch, not once per link."""
+    """An id's terms: a note linking to many others is tokenized once per build (up to this many ids
+    remembered), not once per link."""
     return field_text(id_stem(note_id))
 
 

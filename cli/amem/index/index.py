@@ -501,7 +501,7 @@ class VaultIndex:
         conn = self.conn
         batches = [diff.to_index[i : i + BATCH] for i in range(0, len(diff.to_index), BATCH)] or [[]]
         progress = self.reporter.progress("indexing", len(diff.to_index))
-        work = _Batch(self, scan, stats, bulk=len(diff.to_index) > BULK_RESOLUTION)
+        work = _Batch(self, scan, stats, bulk=len(diff.to_index) > BULK_RESOLUTION, ids=diff.to_index)
         try:
             for number, batch in enumerate(batches):
                 conn.execute("BEGIN IMMEDIATE")

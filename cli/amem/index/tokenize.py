@@ -210,19 +210,35 @@ def terms_of(runs: Sequence[str]) -> list[str]:
 
 def field_text(text: str) -> str:
     """A field as the search engine stores it: its terms (as `terms_of` gives them), space-separated.
-    The hot loop of a build: whole stretches at a time, so that the work stays in C."""
+    The hot loop of a build: one regex pass over the folded text finds each run of letters, digits, marks
+    and CJK characters, and each distinct run is turned into its terms once (`_run_terms`, cached), so
+    that the work per word stays in C."""
     folded = fold(text).replace("_", " ")
     if folded.isascii():
         return " ".join(map(stem, _WORD.findall(folded)))
+    return " ".join(map(_run_terms, _word_or_cjk().findall(folded)))
+
+
+@functools.cache
+def _word_or_cjk() -> re.Pattern[str]:
+    """A run of letters, digits, marks and CJK characters (a CJK character that is no letter, such as
+    `・`, still belongs to its CJK stretch)."""
+    return re.compile(rf"[\w{_MARKS}{_CJK_CHARS}]+")
+
+
+@functools.lru_cache(maxsize=65536)
+def _run_terms(run: str) -> str:
+    """The terms of one run of `_word_or_cjk`, space-separated: its Latin stretches stemmed, its CJK
+    stretches as pairs and their last character."""
+    if run.isascii():
+        return stem(run)
     out = []
-    for i, part in enumerate(_cjk_split().split(folded)):
+    for i, part in enumerate(_cjk_split().split(run)):
         if i % 2:
             out.append(" ".join(map(operator.add, part, part[1:])))
             out.append(part[-1])
         elif part:
-            words = _WORD.findall(part)
-            if words:
-                out.append(" ".join(map(stem, words)))
+            out.append(stem(part))
     return " ".join(piece for piece in out if piece)
 
 
