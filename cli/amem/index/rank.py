@@ -21,7 +21,6 @@ Ties go to the smaller id.
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 from collections.abc import Sequence
@@ -36,6 +35,9 @@ BODY_WEIGHT = 1.0
 GRAPH_BOOST = 0.15
 #: How many notes beyond the limit the graph boost may lift into the results.
 CANDIDATES = 30
+#: The temporary table (of the connection, gone with it) `Ranker.rank` scores a query's matches into.
+SCORES = "temp.amem_scores"
+_SCORES_TABLE = "CREATE TEMP TABLE IF NOT EXISTS amem_scores (doc INTEGER PRIMARY KEY, score REAL NOT NULL)"
 
 
 class Filter:
@@ -52,17 +54,25 @@ class Filter:
 
 
 class Ranker:
-    """Ranks one query over one snapshot of the index (the caller holds a read transaction)."""
+    """Ranks one query over one snapshot of the index (the caller holds a read transaction).
+
+    `rank` scores every matching note once, inside SQLite (FTS5's BM25 in C), into a temporary table of
+    this connection; the phrase bonus is added there to the few notes holding the phrase, and only the
+    best limit + CANDIDATES notes, and the notes linking to them, come back to Python. `total` then counts
+    that table."""
 
     def __init__(self, conn: sqlite3.Connection, query: Query, where: Filter) -> None:
         self.conn = conn
         self.query = query
         self.filter = where
         self.expression = query.expression()
+        self._scored = False
 
     def total(self) -> int:
         if self.expression is None:
             return 0
+        if self._scored:
+            return int(self.conn.execute(f"SELECT count(*) FROM {SCORES}").fetchone()[0])
         clause, params = self.filter.clause("rowid")
         sql = f"SELECT count(*) FROM search_fts WHERE search_fts MATCH ?{clause}"
         return int(self.conn.execute(sql, [self.expression, *params]).fetchone()[0])
@@ -71,29 +81,38 @@ class Ranker:
         """The best `limit` (rowid, score) pairs, best first."""
         if self.expression is None:
             return []
-        bonus_sql, bonus_params = self._phrase_sql()
-        clause, params = self.filter.clause("rowid")
-        select = (
-            f"SELECT rowid, -bm25(search_fts, {HEAD_WEIGHT}, {HEADINGS_WEIGHT}, {LINKS_WEIGHT}, {BODY_WEIGHT})"
-            f"{bonus_sql} AS score FROM search_fts WHERE search_fts MATCH ?{clause}"
-        )
-        args = [*bonus_params, self.expression, *params]
-        best = self.conn.execute(f"{select} ORDER BY score DESC, rowid LIMIT ?", [*args, limit + CANDIDATES]).fetchall()
-        scores = dict(best)
-        final = self._with_boosts(scores, select, args)
+        self._score_all()
+        best = self.conn.execute(
+            f"SELECT doc, score FROM {SCORES} ORDER BY score DESC, doc LIMIT ?", (limit + CANDIDATES,)
+        ).fetchall()
+        final = self._with_boosts(dict(best))
         ids = dict(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", list(final)))
         ranked = sorted(final.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
         return [(doc, _rounded(score, 6)) for doc, score in ranked[:limit]]
 
-    def _phrase_sql(self) -> tuple[str, list[object]]:
+    def _score_all(self) -> None:
+        """Every matching note's score before the graph boost (1 + 2 above), in the table SCORES."""
+        conn = self.conn
+        conn.execute(_SCORES_TABLE)
+        conn.execute(f"DELETE FROM {SCORES}")
+        clause, params = self.filter.clause("rowid")
+        conn.execute(
+            f"INSERT INTO {SCORES} SELECT rowid, -bm25(search_fts, {HEAD_WEIGHT}, {HEADINGS_WEIGHT}, "
+            f"{LINKS_WEIGHT}, {BODY_WEIGHT}) FROM search_fts WHERE search_fts MATCH ?{clause}",
+            [self.expression, *params],
+        )
+        self._scored = True
         phrases = self.query.phrases
-        if not phrases:
-            return "", []
-        bonus = self._idf_sum()
-        either = " OR ".join(phrases)
-        sub = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
-        sql = f" + CASE WHEN rowid IN ({sub}) THEN {bonus!r} WHEN rowid IN ({sub}) THEN {bonus / 2!r} ELSE 0.0 END"
-        return sql, [f"{{head headings}} : ({either})", f"body : ({either})"]
+        if phrases:
+            # The bonus goes to the notes holding a phrase, looked up by rowid: the same sum, score + bonus,
+            # the whole-table CASE of every matching row computed, but only for the few it changes.
+            bonus = self._idf_sum()
+            either = " OR ".join(phrases)
+            match = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
+            head = f"{{head headings}} : ({either})"
+            update = f"UPDATE {SCORES} SET score = score + ? WHERE doc IN ({match})"
+            conn.execute(update, (bonus, head))
+            conn.execute(f"{update} AND doc NOT IN ({match})", (bonus / 2, f"body : ({either})", head))
 
     def _idf_sum(self) -> float:
         """ΣIDF of the query's words, each word's df the notes holding its terms (a prefix: its terms'
@@ -115,7 +134,7 @@ class Ranker:
             total += math.log(1 + (n - df + 0.5) / (df + 0.5))
         return total
 
-    def _with_boosts(self, scores: dict[int, float], select: str, args: list[object]) -> dict[int, float]:
+    def _with_boosts(self, scores: dict[int, float]) -> dict[int, float]:
         """Scores plus GRAPH_BOOST × the best score among the matching notes that link to each."""
         linking: dict[int, list[int]] = {}
         for target, src in select_in(
@@ -129,9 +148,7 @@ class Ranker:
             return scores
         sources = sorted({src for srcs in linking.values() for src in srcs} - scores.keys())
         known = dict(scores)
-        if sources:
-            sql = f"{select} AND +rowid IN (SELECT value FROM json_each(?))"  # +: a filter, not a lookup per id
-            known.update(self.conn.execute(sql, [*args, json.dumps(sources)]))
+        known.update(select_in(self.conn, f"SELECT doc, score FROM {SCORES} WHERE doc IN ({{}})", sources))
         final = dict(scores)
         for target, srcs in linking.items():
             found = [known[src] for src in srcs if src in known]
