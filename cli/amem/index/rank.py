@@ -118,7 +118,11 @@ class Ranker:
         """ΣIDF of the query's words, each word's df the notes holding its terms (a prefix: its terms'
         df summed, at most N; a phrase of CJK pairs: its rarest pair)."""
         conn = self.conn
-        n = conn.execute("SELECT count(*) FROM notes WHERE problem IS NULL").fetchone()[0]
+        # All notes less the few unreadable ones: counted in a narrow index and the problems' partial
+        # index, not by reading every row of the wide notes table.
+        n = conn.execute(
+            "SELECT (SELECT count(*) FROM notes) - (SELECT count(*) FROM notes WHERE problem IS NOT NULL)"
+        ).fetchone()[0]
         total = 0.0
         for word in self.query.words:
             dfs = []
