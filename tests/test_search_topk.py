@@ -28,6 +28,8 @@ from tests.installed import installed_runner
 WORDS = ["alpha", "alphabet", "al", "beta", "gamma", "token", "tokens", "the", "认证", "用户认证令牌", "令牌", "证"]
 FOLDERS = ["", "x/", "x/y/", "z/"]
 TAGS = ["red", "blue", "red/dark"]
+#: The phrase bonus's share of ΣIDF by the first field holding the phrase: id and title, headings, body.
+FIELDS, SHARES = ("head", "headings", "body"), (1.05, 1.0, 0.5)
 
 
 def reference(
@@ -47,10 +49,10 @@ def reference(
         bonus = idf_sum(conn, query)
         either = " OR ".join(query.phrases)
         match = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
-        in_head = {row[0] for row in conn.execute(match, [f"{{head headings}} : ({either})"])}
-        in_body = {row[0] for row in conn.execute(match, [f"body : ({either})"])}
+        holding = [{row[0] for row in conn.execute(match, [f"{field} : ({either})"])} for field in FIELDS]
         for doc in scores:
-            scores[doc] += bonus if doc in in_head else bonus / 2 if doc in in_body else 0.0
+            share = next((share for found, share in zip(holding, SHARES, strict=True) if doc in found), 0.0)
+            scores[doc] += bonus * share
     best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit + rank.CANDIDATES]
     final = dict(best)
     for target in list(final):

@@ -6,13 +6,17 @@ A note's score is, in this order:
    whole note; IDF = ln((N − df + 0.5)/(df + 0.5)), at least 10⁻⁶), each field's term counts weighted:
    id and title ×5, headings ×4, the ids of the notes linking to it ×1, body ×1.
 2. A phrase bonus when the query (two words or more; or its meaningful words alone) occurs as a phrase,
-   its last word as a prefix: ΣIDF of its words, IDF = ln(1 + (N − df + 0.5)/(df + 0.5)), when the id,
-   the title or a heading holds it, half of that when only the body does.
+   its last word as a prefix: ΣIDF of its words, IDF = ln(1 + (N − df + 0.5)/(df + 0.5)), × 1.05 when the
+   id or the title holds it, × 1 when (only) a heading does, × 0.5 when only the body does.
 
 Headings weigh ×4 because a heading names what its section is about: on real documentation, queries
 that are a section's heading find its page first far more often (MRR@10 0.82 → 0.86 in English). The id
 and title weigh ×5 rather than ×3 so that a page's own title outranks a page with a heading of the same
-words (English title queries 0.966 → 0.975 MRR@10, headings within 0.001).
+words (English title queries 0.966 → 0.975 MRR@10, headings within 0.001). The phrase bonus's id and
+title tier (PHRASE_TIERS) is a little larger than the headings' for the same reason, when a page says its
+heading's words more often than the titled page does: on the Vue docs, English titles 0.926 → 0.941 and
+Chinese titles 0.945 → 0.956, Chinese headings unchanged, English headings 0.853 → 0.850. Larger tiers
+win more English titles (0.953 from × 1.5) but cost Chinese headings (0.875); see docs/performance.md.
 3. A graph boost: a note linked from other hits gains GRAPH_BOOST × the best score (1 + 2) among them.
    It re-ranks the best CANDIDATES + limit notes by 1 + 2; it adds no note that does not match.
 
@@ -35,6 +39,8 @@ BODY_WEIGHT = 1.0
 GRAPH_BOOST = 0.15
 #: How many notes beyond the limit the graph boost may lift into the results.
 CANDIDATES = 30
+#: The phrase bonus's tiers: a note gains ΣIDF × the share of the first field group holding the phrase.
+PHRASE_TIERS: tuple[tuple[list[str], float], ...] = ((["head"], 1.05), (["headings"], 1.0), (["body"], 0.5))
 #: The temporary table (of the connection, gone with it) `Ranker.rank` scores a query's matches into.
 SCORES = "temp.amem_scores"
 _SCORES_TABLE = "CREATE TEMP TABLE IF NOT EXISTS amem_scores (doc INTEGER PRIMARY KEY, score REAL NOT NULL)"
@@ -104,15 +110,18 @@ class Ranker:
         self._scored = True
         phrases = self.query.phrases
         if phrases:
-            # The bonus goes to the notes holding a phrase, looked up by rowid: the same sum, score + bonus,
-            # the whole-table CASE of every matching row computed, but only for the few it changes.
+            # The bonus goes to the notes holding a phrase, looked up by rowid, each in the first field
+            # group (PHRASE_TIERS) that holds it: the few it changes, not every match.
             bonus = self._idf_sum()
             either = " OR ".join(phrases)
             match = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
-            head = f"{{head headings}} : ({either})"
             update = f"UPDATE {SCORES} SET score = score + ? WHERE doc IN ({match})"
-            conn.execute(update, (bonus, head))
-            conn.execute(f"{update} AND doc NOT IN ({match})", (bonus / 2, f"body : ({either})", head))
+            before: list[str] = []
+            for fields, share in PHRASE_TIERS:
+                exclude = f" AND doc NOT IN ({match})" if before else ""
+                earlier = [f"{{{' '.join(before)}}} : ({either})"] if before else []
+                conn.execute(update + exclude, [bonus * share, f"{{{' '.join(fields)}}} : ({either})", *earlier])
+                before += fields
 
     def _idf_sum(self) -> float:
         """ΣIDF of the query's words, each word's df the notes holding its terms (a prefix: its terms'
