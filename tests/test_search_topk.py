@@ -163,8 +163,8 @@ def test_the_installed_amem_ranks_a_larger_vault_as_the_full_ranking(isolated_en
 
 
 def test_a_search_scores_the_matching_notes_once(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """However many of the hits' linking notes lie outside the best ones, BM25 runs over the matches once:
-    the notes the boost needs are looked up, not scored in another pass over every match."""
+    """However many of the hits' linking notes lie outside the best ones, BM25 runs once over the matches
+    of a query of several words: the notes the boost needs are looked up, not scored in another pass."""
     root = isolated_env / "vault"
     for i in range(60):
         body = f"alpha beta {'gamma ' * (i % 7)}\n[[n{(i + 1) % 60}]]"

@@ -25,6 +25,7 @@ Ties go to the smaller id.
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections.abc import Sequence
@@ -62,10 +63,12 @@ class Filter:
 class Ranker:
     """Ranks one query over one snapshot of the index (the caller holds a read transaction).
 
-    `rank` scores every matching note once, inside SQLite (FTS5's BM25 in C), into a temporary table of
-    this connection; the phrase bonus is added there to the few notes holding the phrase, and only the
-    best limit + CANDIDATES notes, and the notes linking to them, come back to Python. `total` then counts
-    that table."""
+    Only the best limit + CANDIDATES notes, and the notes linking to them, come back to Python. A query
+    with a phrase has every match scored once, inside SQLite (FTS5's BM25 in C), into a temporary table
+    of this connection, where the phrase bonus is added to the few notes holding the phrase and where the
+    boost's linking notes are looked up and `total` counted. A query of one word, with no bonus, is ranked
+    by one sorted pass, and the linking notes outside it by a second that scores only them: cheaper than
+    storing every match."""
 
     def __init__(self, conn: sqlite3.Connection, query: Query, where: Filter) -> None:
         self.conn = conn
@@ -87,26 +90,34 @@ class Ranker:
         """The best `limit` (rowid, score) pairs, best first."""
         if self.expression is None:
             return []
-        self._score_all()
-        best = self.conn.execute(
-            f"SELECT doc, score FROM {SCORES} ORDER BY score DESC, doc LIMIT ?", (limit + CANDIDATES,)
-        ).fetchall()
+        if self.query.phrases:
+            self._score_all()
+            best = self.conn.execute(
+                f"SELECT doc, score FROM {SCORES} ORDER BY score DESC, doc LIMIT ?", (limit + CANDIDATES,)
+            ).fetchall()
+        else:
+            sql = f"{self._bm25()} ORDER BY 2 DESC, 1 LIMIT ?"
+            best = self.conn.execute(sql, [*self._args(), limit + CANDIDATES]).fetchall()
         final = self._with_boosts(dict(best))
         ids = dict(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", list(final)))
         ranked = sorted(final.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
         return [(doc, _rounded(score, 6)) for doc, score in ranked[:limit]]
+
+    def _bm25(self) -> str:
+        """Every matching note's (rowid, BM25 score), in SQL; its parameters are `_args()`."""
+        clause = self.filter.clause("rowid")[0]
+        weights = f"{HEAD_WEIGHT}, {HEADINGS_WEIGHT}, {LINKS_WEIGHT}, {BODY_WEIGHT}"
+        return f"SELECT rowid, -bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH ?{clause}"
+
+    def _args(self) -> list[object]:
+        return [self.expression, *self.filter.clause("rowid")[1]]
 
     def _score_all(self) -> None:
         """Every matching note's score before the graph boost (1 + 2 above), in the table SCORES."""
         conn = self.conn
         conn.execute(_SCORES_TABLE)
         conn.execute(f"DELETE FROM {SCORES}")
-        clause, params = self.filter.clause("rowid")
-        conn.execute(
-            f"INSERT INTO {SCORES} SELECT rowid, -bm25(search_fts, {HEAD_WEIGHT}, {HEADINGS_WEIGHT}, "
-            f"{LINKS_WEIGHT}, {BODY_WEIGHT}) FROM search_fts WHERE search_fts MATCH ?{clause}",
-            [self.expression, *params],
-        )
+        conn.execute(f"INSERT INTO {SCORES} {self._bm25()}", self._args())
         self._scored = True
         phrases = self.query.phrases
         if phrases:
@@ -161,7 +172,11 @@ class Ranker:
             return scores
         sources = sorted({src for srcs in linking.values() for src in srcs} - scores.keys())
         known = dict(scores)
-        known.update(select_in(self.conn, f"SELECT doc, score FROM {SCORES} WHERE doc IN ({{}})", sources))
+        if self._scored:
+            known.update(select_in(self.conn, f"SELECT doc, score FROM {SCORES} WHERE doc IN ({{}})", sources))
+        elif sources:  # a query of one word: a pass over its matches scoring only these (+: a filter, no lookups)
+            sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
+            known.update(self.conn.execute(sql, [*self._args(), json.dumps(sources)]))
         final = dict(scores)
         for target, srcs in linking.items():
             found = [known[src] for src in srcs if src in known]
