@@ -24,6 +24,7 @@ from amem.index.fts import head_text, headings_text, links_text
 from amem.index.search import is_expired, search
 from amem.index.tokenize import Query, field_text
 from tests.conftest import write_file
+from tests.installed import installed_runner
 
 
 def ids(result: Mapping[str, Any]) -> list[str]:
@@ -43,6 +44,7 @@ def note(title: str, body: str, extra: str = "") -> str:
 
 K1, B = 1.2, 0.75
 WEIGHTS = (5.0, 4.0, 1.0, 1.0)  # head, headings, links, body
+PHRASE_SHARES = (1.05, 1.0, 0.5)  # of ΣIDF, for a phrase in the head, else a heading, else the body
 
 
 def occurrences(terms: list[str], prefix: bool, tokens: list[str]) -> int:
@@ -100,10 +102,10 @@ def model(
     scored = {}
     for note_id, score in base.items():
         head, headings, _linking, body_terms = rows[note_id]
-        if any(occurrences(terms, prefix, head) or occurrences(terms, prefix, headings) for terms, prefix in phrases):
-            score += bonus
-        elif any(occurrences(terms, prefix, body_terms) for terms, prefix in phrases):
-            score += bonus / 2
+        for field, share in zip((head, headings, body_terms), PHRASE_SHARES, strict=True):
+            if any(occurrences(terms, prefix, field) for terms, prefix in phrases):
+                score += bonus * share
+                break
         scored[note_id] = score
     final = {}
     for note_id, score in scored.items():
@@ -210,6 +212,28 @@ def test_a_title_hit_outranks_a_body_hit(vault: Path, config: Config) -> None:
     write_file(vault / "one.md", note("Kubernetes", FILLER))
     write_file(vault / "two.md", note("Other", FILLER.replace("lorem", "kubernetes")))
     assert ids(search(config, "kubernetes")) == ["one.md", "two.md"]
+
+
+def test_a_title_phrase_outranks_the_same_phrase_in_a_heading(isolated_env: Path) -> None:
+    """The page titled with the query comes before a page with a heading of the same words, even when that
+    page says the words more often (the title tier of the phrase bonus); through the installed amem."""
+    root = isolated_env / "vault"
+    for i in range(12):
+        write_file(root / f"f{i}.md", note(f"filler {i}", f"lorem ipsum dolor sit amet {i}"))
+    write_file(
+        root / "computed.md",
+        note("Computed Properties", "A page about values derived from state, kept in sync by the framework."),
+    )
+    write_file(
+        root / "options.md",
+        note(
+            "Options API",
+            "## Typing Computed Properties\n\nComputed properties are typed; computed properties, computed.",
+        ),
+    )
+    done = installed_runner(isolated_env, root)("--vault", str(root), "search", "computed properties")
+    assert done.code == 0, done.stderr
+    assert ids(done.json) == ["computed.md", "options.md"]
 
 
 def test_a_rarer_word_outranks_a_common_one(vault: Path, config: Config) -> None:

@@ -1,0 +1,186 @@
+"""The ranking's top k equals the full ranking: every matching note scored, sorted, cut to the limit plus
+the graph boost's candidates, boosted and sorted again, written here plainly (one SQL row per match, the
+rest in Python) and compared exactly, ids, scores and total, over random vaults and queries: phrases,
+prefixes, CJK, tag and folder filters, ties and graph boosts. And: a search scores the matching notes in
+one pass, however many notes link to its hits."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amem.config import load_config
+from amem.index import rank
+from amem.index.index import VaultIndex
+from amem.index.search import note_filter, search
+from amem.index.tokenize import Query
+from tests.conftest import write_file
+from tests.installed import installed_runner
+
+WORDS = ["alpha", "alphabet", "al", "beta", "gamma", "token", "tokens", "the", "认证", "用户认证令牌", "令牌", "证"]
+FOLDERS = ["", "x/", "x/y/", "z/"]
+TAGS = ["red", "blue", "red/dark"]
+#: The phrase bonus's share of ΣIDF by the first field holding the phrase: id and title, headings, body.
+FIELDS, SHARES = ("head", "headings", "body"), (1.05, 1.0, 0.5)
+
+
+def reference(
+    conn: sqlite3.Connection, text: str, tags: list[str], folder: str | None, limit: int
+) -> tuple[list[tuple[str, float]], int]:
+    """The ranking as its definition reads (see amem.index.rank), computed over every matching note."""
+    query = Query(text)
+    expression = query.expression()
+    if expression is None:
+        return [], 0
+    where = note_filter(tags, folder)
+    clause, params = where.clause("rowid")
+    weights = f"{rank.HEAD_WEIGHT}, {rank.HEADINGS_WEIGHT}, {rank.LINKS_WEIGHT}, {rank.BODY_WEIGHT}"
+    sql = f"SELECT rowid, -bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH ?{clause}"
+    scores = dict(conn.execute(sql, [expression, *params]).fetchall())
+    if query.phrases:
+        bonus = idf_sum(conn, query)
+        either = " OR ".join(query.phrases)
+        match = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
+        holding = [{row[0] for row in conn.execute(match, [f"{field} : ({either})"])} for field in FIELDS]
+        for doc in scores:
+            share = next((share for found, share in zip(holding, SHARES, strict=True) if doc in found), 0.0)
+            scores[doc] += bonus * share
+    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit + rank.CANDIDATES]
+    final = dict(best)
+    for target in list(final):
+        note_id = conn.execute("SELECT id FROM notes WHERE rowid = ?", (target,)).fetchone()[0]
+        sources = {row[0] for row in conn.execute("SELECT src FROM links WHERE resolved = ?", (note_id,))}
+        found = [scores[src] for src in sources if src != target and src in scores]
+        if found:
+            final[target] += rank.GRAPH_BOOST * max(found)
+    ids = dict(conn.execute("SELECT rowid, id FROM notes"))
+    ordered = sorted(final.items(), key=lambda item: (-float(f"{item[1]:.9g}"), ids[item[0]]))
+    return [(ids[doc], float(f"{score:.6g}")) for doc, score in ordered[:limit]], len(scores)
+
+
+def idf_sum(conn: sqlite3.Connection, query: Query) -> float:
+    """ΣIDF of the query's words: a word's df is its rarest term's, a prefix's the sum over the terms it
+    begins, at most N."""
+    n = conn.execute("SELECT count(*) FROM notes WHERE problem IS NULL").fetchone()[0]
+    vocab = dict(conn.execute("SELECT term, doc FROM search_vocab"))
+    total = 0.0
+    for word in query.words:
+        dfs = []
+        for i, term in enumerate(word.terms):
+            last_prefix = word.prefix and i == len(word.terms) - 1
+            df = sum(d for t, d in vocab.items() if t.startswith(term)) if last_prefix else vocab.get(term, 0)
+            dfs.append(min(n, df))
+        df = min(dfs)
+        total += math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return total
+
+
+def make_vault(root: Path, rng: random.Random, count: int) -> None:
+    names = [f"{rng.choice(FOLDERS)}{rng.choice(WORDS[:7])}-{i}.md" for i in range(count)]
+    twin = " ".join(rng.choices(WORDS, k=6))  # notes alike but for their ids: equal scores, ties by id
+    for i, name in enumerate(names):
+        title = " ".join(rng.choices(WORDS, k=rng.randint(1, 3)))
+        body = twin if i % 4 == 0 else " ".join(rng.choices(WORDS, k=rng.randint(0, 20)))
+        heading = f"## {' '.join(rng.choices(WORDS, k=2))}\n" if rng.random() < 0.4 else ""
+        links = " ".join(f"[[{target[:-3]}]]" for target in rng.sample(names, rng.randint(0, min(3, len(names)))))
+        tags = rng.sample(TAGS, rng.randint(0, 2))
+        front = f"title: {title}\n" + (f"tags: [{', '.join(tags)}]\n" if tags else "")
+        write_file(root / name, f"---\n{front}---\n{heading}{body}\n\n{links}\n")
+
+
+queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+_made = itertools.count()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 10**6),
+    count=st.integers(1, 40),
+    texts=st.lists(queries, min_size=1, max_size=4),
+    limit=st.integers(1, 6),
+    candidates=st.sampled_from([0, 1, 3, 30]),
+    tags=st.sampled_from([[], ["red"], ["blue", "red"]]),
+    folder=st.sampled_from([None, "x", "z/"]),
+)
+def test_the_top_k_equals_the_full_ranking(
+    isolated_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    count: int,
+    texts: list[str],
+    limit: int,
+    candidates: int,
+    tags: list[str],
+    folder: str | None,
+) -> None:
+    monkeypatch.setattr(rank, "CANDIDATES", candidates)
+    root = isolated_env / f"vault-{next(_made)}"
+    make_vault(root, random.Random(seed), count)
+    config = load_config(vault=root)
+    for text in texts:
+        result = search(config, text, limit=limit, tags=tags, folder=folder)
+        index = VaultIndex(config)
+        try:
+            expected, total = reference(index.conn, text, tags, folder, limit)
+        finally:
+            index.close()
+        assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, text
+        assert (result["total"], result["truncated"]) == (total, total > len(expected))
+
+
+def test_the_installed_amem_ranks_a_larger_vault_as_the_full_ranking(isolated_env: Path) -> None:
+    """Hundreds of notes, more than the candidates the boost may lift, through the installed command."""
+    root = isolated_env / "vault"
+    make_vault(root, random.Random(7), 300)
+    run = installed_runner(isolated_env, root)
+    config = load_config(vault=root)
+    for text, tags, folder in [
+        ("alpha beta", [], None),
+        ("token", [], "x"),
+        ("用户认证令牌", [], None),
+        ("认证 token gamma", ["red"], None),
+        ("the al", [], None),
+        ("alpha", ["blue"], "x/y"),
+    ]:
+        options = [arg for tag in tags for arg in ("--tag", tag)] + (["--folder", folder] if folder else [])
+        done = run("--vault", str(root), "search", text, "--limit", "7", *options)
+        assert done.code == 0, done.stderr
+        index = VaultIndex(config)
+        try:
+            expected, total = reference(index.conn, text, tags, folder, 7)
+        finally:
+            index.close()
+        assert [(hit["id"], hit["score"]) for hit in done.json["hits"]] == expected, text
+        assert done.json["total"] == total
+
+
+def test_a_search_scores_the_matching_notes_once(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many of the hits' linking notes lie outside the best ones, BM25 runs once over the matches
+    of a query of several words: the notes the boost needs are looked up, not scored in another pass."""
+    root = isolated_env / "vault"
+    for i in range(60):
+        body = f"alpha beta {'gamma ' * (i % 7)}\n[[n{(i + 1) % 60}]]"
+        write_file(root / f"n{i}.md", f"---\ntitle: note {i}\n---\n{body}\n")
+    config = load_config(vault=root)
+    search(config, "alpha beta")  # the build
+    statements: list[str] = []
+    real_open = VaultIndex._open
+
+    def traced(self: VaultIndex) -> sqlite3.Connection:
+        conn = real_open(self)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(VaultIndex, "_open", traced)
+    result = search(config, "alpha beta", limit=3)
+    assert len(result["hits"]) == 3 and result["total"] == 60
+    scoring = [sql for sql in statements if "bm25(" in sql]
+    assert len(scoring) == 1, json.dumps(scoring, ensure_ascii=False)
