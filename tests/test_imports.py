@@ -97,7 +97,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "read": (
         ["read", "x"],
         NOTES,
-        NOTES_AMEM | {"amem.ops.read", "amem.index.search", "amem.notes.conflicts"},
+        # index.health: the attachments a link names when it names no note
+        NOTES_AMEM | {"amem.ops.read", "amem.index.search", "amem.notes.conflicts", "amem.index.health"},
         "amem.ops.read",
     ),
     "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.index.search"),
@@ -150,6 +151,12 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         "amem.ops.sync",
     ),
     "index": (["index"], NOTES, NOTES_AMEM, "amem.index.index"),
+    "check": (
+        ["check"],
+        NOTES,
+        NOTES_AMEM | {"amem.ops.check", "amem.index.health", "amem.notes.conflicts", "amem.ops.read"},
+        "amem.ops.check",
+    ),
     "info": (
         ["info"],
         frozenset({"copy", "dataclasses", "hashlib"}),

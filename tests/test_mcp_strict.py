@@ -37,6 +37,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "wiki_move": {"id": "guard", "newId": "moved"},
     "wiki_history": {"id": "guard"},
     "wiki_restore": {"id": "guard", "hash": "HEAD", "baseVersion": "0" * 40},
+    "wiki_check": {},
 }
 
 #: (readOnlyHint, destructiveHint, idempotentHint) of each tool, as an agent may rely on them.
@@ -51,6 +52,7 @@ HINTS = {
     "wiki_delete": (False, True, True),
     "wiki_move": (False, True, True),
     "wiki_restore": (False, True, True),
+    "wiki_check": (True, False, True),
 }
 
 

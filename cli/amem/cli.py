@@ -36,6 +36,7 @@ COMMANDS = (
     "restore",
     "sync",
     "index",
+    "check",
     "info",
     "watch",
     "mcp",
