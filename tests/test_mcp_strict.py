@@ -291,6 +291,7 @@ def test_every_tools_real_result_validates_against_its_schema(
         await ok("wiki_restore", id="notes/a", hash=first, baseVersion=written["version"])
         await ok("wiki_move", id="b", newId="bee")
         await ok("wiki_delete", id="c")
+        await ok("wiki_check")  # [[nowhere]]: a broken link, with its line and target
 
     serve(isolated_env, test)
     for name, tool in tools.items():
@@ -309,6 +310,9 @@ def test_every_tools_real_result_validates_against_its_schema(
         done = run_amem(isolated_env, *args)
         assert done.returncode == 0, done.stderr
         jsonschema.validate(json.loads(done.stdout), tools[name].output_schema or {})
+    checked = run_amem(isolated_env, "check")
+    assert checked.returncode == 11 and json.loads(checked.stdout)["counts"]["broken-link"] == 1
+    jsonschema.validate(json.loads(checked.stdout), tools["wiki_check"].output_schema or {})
 
 
 def test_a_schema_rejects_a_result_that_lacks_a_field(isolated_env: Path, vault: Path) -> None:

@@ -13,7 +13,6 @@ from . import Command, complete_note_id
     "check",
     cls=Command,
     epilog="""
-    amem check
     amem check notes/ --strict
     amem check --staged
     amem check | jq -r '.problems[] | select(.kind == "broken-link") | "\\(.id):\\(.line): \\(.target)"'
