@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ProblemsFound
@@ -69,35 +68,39 @@ def ranked(resolver: LinkResolver, target: str) -> list[str]:
 # --- where a link is written ---------------------------------------------------------------------------
 
 
-def link_lines(text: str, note_id: str, extensions: tuple[str, ...]) -> dict[str, int]:
+def link_lines(text: str, note_id: str, extensions: tuple[str, ...], wanted: set[str] | None = None) -> dict[str, int]:
     """stored target → the line of its first occurrence, counted from 1 in the file (a BOM aside),
-    frontmatter first."""
+    frontmatter first; only the `wanted` targets when given (the reading stops once all are found)."""
     if text.startswith("\ufeff"):
         text = text[1:]
     parsed = parse_note(text, note_id)
-    newlines = [at for at, char in enumerate(text) if char == "\n"]
     found: dict[str, int] = {}
+    line, counted = 1, 0  # the line at offset `counted`: spans come in order, so newlines are counted once
 
-    def note(span_start: int, target: str | None) -> None:
-        if not target:
-            return
-        if target not in found:
-            found[target] = bisect_right(newlines, span_start - 1) + 1
+    def spans() -> Iterator[tuple[int, str | None]]:
+        if parsed.frontmatter_text is not None:
+            block_at = text.find(parsed.frontmatter_text, text.find("\n") + 1)
+            for span in frontmatter_spans(parsed.frontmatter_text):
+                yield block_at + span.start, stored_target(span.link, note_id)
+        body_at = len(text) - len(parsed.body)
+        for span in iter_link_spans(parsed.body, extensions):
+            yield body_at + span.start, stored_target(span.link, note_id)
 
-    if parsed.frontmatter_text is not None:
-        block_at = text.find(parsed.frontmatter_text, text.find("\n") + 1)
-        for span in frontmatter_spans(parsed.frontmatter_text):
-            note(block_at + span.start, stored_target(span.link, note_id))
-    body_at = len(text) - len(parsed.body)
-    for span in iter_link_spans(parsed.body, extensions):
-        note(body_at + span.start, stored_target(span.link, note_id))
+    for at, target in spans():
+        if not target or target in found or (wanted is not None and target not in wanted):
+            continue
+        line += text.count("\n", counted, at)
+        counted = at
+        found[target] = line
+        if wanted is not None and len(found) == len(wanted):
+            break
     return found
 
 
 def _read_text(config: Config, note_id: str) -> str | None:
     path = os.path.join(os.path.abspath(config.vault_root), note_id)
-    if not may_read(path, os.path.realpath(config.vault_root)):
-        return None
+    if os.path.islink(path) and not may_read(path, os.path.realpath(config.vault_root)):
+        return None  # it leads outside the vault: never read
     try:
         with open_regular(path) as handle:
             return handle.read().decode("utf-8", errors="replace")
@@ -135,12 +138,15 @@ def ambiguous_link(note_id: str, target: str, candidates: list[str], line: int |
 def _with_lines(config: Config, found: list[tuple[str, str, list[str] | None]]) -> list[Problem]:
     """The link problems (note, target, candidates or None for a broken link), each with its line, reading
     only the notes that hold one."""
+    wanted: dict[str, set[str]] = {}
+    for note_id, target, _ in found:
+        wanted.setdefault(note_id, set()).add(target)
     lines: dict[str, dict[str, int]] = {}
     problems = []
     for note_id, target, candidates in found:
         if note_id not in lines:
             text = _read_text(config, note_id)
-            lines[note_id] = link_lines(text, note_id, config.extensions) if text is not None else {}
+            lines[note_id] = link_lines(text, note_id, config.extensions, wanted[note_id]) if text else {}
         where = lines[note_id].get(target)
         if candidates is None:
             problems.append(broken_link(note_id, target, where))
