@@ -71,21 +71,28 @@ def ranked(resolver: LinkResolver, target: str) -> list[str]:
 def link_lines(text: str, note_id: str, extensions: tuple[str, ...], wanted: set[str] | None = None) -> dict[str, int]:
     """stored target → the line of its first occurrence, counted from 1 in the file (a BOM aside),
     frontmatter first; only the `wanted` targets when given (the reading stops once all are found)."""
+    from ..notes.simple_yaml import split_frontmatter
+
     if text.startswith("\ufeff"):
         text = text[1:]
-    parsed = parse_note(text, note_id)
+    # Split only, never parsed: a block that YAML refuses still holds its lines.
+    block, body = split_frontmatter(text)
     found: dict[str, int] = {}
     line, counted = 1, 0  # the line at offset `counted`: spans come in order, so newlines are counted once
 
     def spans() -> Iterator[tuple[int, str | None]]:
-        if parsed.frontmatter_text is not None:
-            block_at = text.find(parsed.frontmatter_text, text.find("\n") + 1)
-            for span in frontmatter_spans(parsed.frontmatter_text):
+        if block is not None:
+            block_at = text.find("\n") + 1  # the block starts on the line after the first `---`
+            for span in frontmatter_spans(block):
                 yield block_at + span.start, stored_target(span.link, note_id)
-        body_at = len(text) - len(parsed.body)
-        for span in iter_link_spans(parsed.body, extensions):
+        body_at = len(text) - len(body)
+        for span in iter_link_spans(body, extensions):
             yield body_at + span.start, stored_target(span.link, note_id)
 
+    if wanted is not None and not _may_hold_code(body) and (block is None or "[[" not in block):
+        found = _written_plainly(text, len(text) - len(body), wanted)
+        if len(found) == len(wanted):
+            return found
     for at, target in spans():
         if not target or target in found or (wanted is not None and target not in wanted):
             continue
@@ -94,6 +101,31 @@ def link_lines(text: str, note_id: str, extensions: tuple[str, ...], wanted: set
         found[target] = line
         if wanted is not None and len(found) == len(wanted):
             break
+    return found
+
+
+def _may_hold_code(body: str) -> bool:
+    return "`" in body or "~~~" in body or body.startswith(("    ", "\t")) or "\n    " in body or "\n\t" in body
+
+
+def _written_plainly(text: str, body_at: int, wanted: set[str]) -> dict[str, int]:
+    """The lines of the wanted [[link]] targets written in the body exactly as stored (`[[target]]`,
+    `[[target|…]]`, `[[target#…]]`), in a body with no code to rule out: a text search, where reading every
+    link would cost a note's whole extraction. The targets not written so are left to that extraction. (A
+    link written otherwise earlier, `[[ target ]]`, is not seen: the line is the first one written plainly.)"""
+    found: dict[str, int] = {}
+    for target in wanted:
+        if target.startswith(PATH_MARK):
+            continue
+        at = text.find("[[" + target, body_at)
+        while at >= 0:
+            after = at + 2 + len(target)
+            close = text.find("]]", after)
+            inner = text[after:close] if close >= 0 else "\n"
+            if after < len(text) and text[after] in "]|#" and "\n" not in inner and "[" not in inner:
+                found[target] = text.count("\n", 0, at) + 1
+                break
+            at = text.find("[[" + target, at + 2)
     return found
 
 
