@@ -260,6 +260,11 @@ def _cache_folder_is_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     return ["search", "x"]
 
 
+def _problems(amem: Any) -> list[str]:
+    assert amem("write", "x", "[[nowhere]]").exit_code == 0
+    return ["check"]
+
+
 def _ctrl_c(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     import amem.ops.read
 
@@ -283,6 +288,7 @@ EXIT_CASES: dict[int, Any] = {
     8: ["info", "--expect-cwd", "/no/such/folder"],
     9: lambda tmp_path: ["watch", str(tmp_path / "no-such-root")],
     10: _cache_folder_is_a_file,
+    11: _problems,
     130: _ctrl_c,
 }
 

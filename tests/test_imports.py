@@ -113,7 +113,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "read": (
         ["read", "x"],
         NOTES_READ,
-        NOTES_READ_AMEM | {"amem.ops.read", "amem.notes.conflicts"},
+        # index.health: the attachments a link names when it names no note
+        NOTES_READ_AMEM | {"amem.ops.read", "amem.notes.conflicts", "amem.index.health"},
         "amem.ops.read",
     ),
     "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.index.search"),
@@ -173,6 +174,12 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     ),
     # amem.index.embedding: whether semantic.model is one embedded here (it imports nothing more itself)
     "index": (["index"], NOTES, NOTES_AMEM | {"amem.index.embedding"}, "amem.index.index"),
+    "check": (
+        ["check"],
+        NOTES,
+        NOTES_AMEM | {"amem.ops.check", "amem.index.health", "amem.notes.conflicts", "amem.ops.read"},
+        "amem.ops.check",
+    ),
     "info": (
         ["info"],
         frozenset({"copy", "dataclasses", "hashlib"}),

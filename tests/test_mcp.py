@@ -36,6 +36,7 @@ TOOLS = {
     "wiki_move": {"id", "newId", "baseVersion"},
     "wiki_history": {"id", "limit"},
     "wiki_restore": {"id", "hash", "baseVersion"},
+    "wiki_check": {"folder"},
 }
 
 

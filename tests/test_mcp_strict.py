@@ -37,6 +37,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "wiki_move": {"id": "guard", "newId": "moved"},
     "wiki_history": {"id": "guard"},
     "wiki_restore": {"id": "guard", "hash": "HEAD", "baseVersion": "0" * 40},
+    "wiki_check": {},
 }
 
 #: (readOnlyHint, destructiveHint, idempotentHint) of each tool, as an agent may rely on them.
@@ -51,6 +52,7 @@ HINTS = {
     "wiki_delete": (False, True, True),
     "wiki_move": (False, True, True),
     "wiki_restore": (False, True, True),
+    "wiki_check": (True, False, True),
 }
 
 
@@ -289,6 +291,7 @@ def test_every_tools_real_result_validates_against_its_schema(
         await ok("wiki_restore", id="notes/a", hash=first, baseVersion=written["version"])
         await ok("wiki_move", id="b", newId="bee")
         await ok("wiki_delete", id="c")
+        await ok("wiki_check")  # [[nowhere]]: a broken link, with its line and target
 
     serve(isolated_env, test)
     for name, tool in tools.items():
@@ -307,6 +310,9 @@ def test_every_tools_real_result_validates_against_its_schema(
         done = run_amem(isolated_env, *args)
         assert done.returncode == 0, done.stderr
         jsonschema.validate(json.loads(done.stdout), tools[name].output_schema or {})
+    checked = run_amem(isolated_env, "check")
+    assert checked.returncode == 11 and json.loads(checked.stdout)["counts"]["broken-link"] == 1
+    jsonschema.validate(json.loads(checked.stdout), tools["wiki_check"].output_schema or {})
 
 
 def test_a_schema_rejects_a_result_that_lacks_a_field(isolated_env: Path, vault: Path) -> None:

@@ -37,6 +37,7 @@ COMMANDS = (
     "restore",
     "sync",
     "index",
+    "check",
     "info",
     "watch",
     "mcp",

@@ -70,6 +70,7 @@ class Config(NamedTuple):
     git_auto_commit: bool
     semantic: bool
     semantic_model: str
+    check_max_note_bytes: int
     watch: WatchSettings
     profile: str | None
     warnings: tuple[str, ...]
@@ -395,6 +396,8 @@ KEYS: tuple[_Key, ...] = (
     _Key("bundleVersion", "bundle_version", _Validator.string, ""),
     _Key("git.autoCommit", "git_auto_commit", _Validator.boolean, False),
     _Key("semantic", "semantic", _Validator.boolean, False, flag="--semantic"),
+    # `amem check` calls a note larger than this many bytes `oversized` (info)
+    _Key("check.maxNoteBytes", "check_max_note_bytes", lambda c, k, v: c.integer(k, v, 1), 1_000_000),
     _Key(
         "semantic.model",
         "semantic_model",

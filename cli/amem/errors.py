@@ -78,6 +78,13 @@ class IoError(AmemError):
     exit_code = 10
 
 
+class ProblemsFound(AmemError):
+    """`amem check` found problems of a severity that fails it (errors; with --strict, warnings too)."""
+
+    code = "problems"
+    exit_code = 11
+
+
 class Interrupted(AmemError):
     """Ctrl-C (SIGINT) ended the command."""
 
@@ -103,6 +110,10 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     IoError.code: (
         IoError.exit_code,
         "io: permission denied, read-only file system, disk full, or output not writable",
+    ),
+    ProblemsFound.code: (
+        ProblemsFound.exit_code,
+        "amem check: problems of severity error (with --strict, warning) were found",
     ),
     Interrupted.code: (Interrupted.exit_code, "interrupted: Ctrl-C ended the command"),
 }

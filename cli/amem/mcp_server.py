@@ -37,6 +37,7 @@ from .keeper.keeper import Keeper
 from .mcp_declare import Declared, declare, unknown_tool
 from .report import CollectingReporter, Reporter
 from .shapes import (
+    CheckResult,
     DeleteResult,
     EditResult,
     HistoryResult,
@@ -91,10 +92,10 @@ def tool(
 
 NoteId = Annotated[
     str,
-    Field(description="Note id relative to the vault, e.g. 'projects/auth' (.md optional)."),
+    Field(description="Note id in the vault, e.g. 'projects/auth' (.md optional)."),
 ]
 Version = Annotated[str, Field(description="The note's `version` from your last wiki_read or wiki_write of it.")]
-Folder = Annotated[str | None, Field(description="Only notes under this folder, e.g. 'projects/'.")]
+Folder = Annotated[str | None, Field(description="Only notes under this folder ('projects/').")]
 
 
 @tool(read_only=True)
@@ -151,7 +152,7 @@ def wiki_search(
         Field(description="Instead of ranking: every note titled this (any case), to check before creating one."),
     ] = None,
     maxResults: Annotated[
-        int | None, Field(ge=1, description="Return at most this many hits (default: maxSearchResults, 20).")
+        int | None, Field(ge=1, description="At most this many hits (default: maxSearchResults, 20).")
     ] = None,
     tags: Annotated[
         list[str] | None,
@@ -210,7 +211,7 @@ def wiki_write(
     ] = "append",
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this; else `conflict`."),
+        Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
     requireExisting: Annotated[
         bool, Field(description="Fail rather than create a note (a mistyped id creates nothing).")
@@ -246,8 +247,8 @@ def wiki_edit(
     section: Annotated[
         str | None,
         Field(
-            description="A heading, 'Status' (any level) or '## Status': what lies under it, up to the next "
-            "heading of its level or higher, is replaced by `content`."
+            description="A heading ('Status' or '## Status', any level): what lies under it, up to the next "
+            "heading as high, becomes `content`."
         ),
     ] = None,
     content: Annotated[str | None, Field(description="The new text under `section`.")] = None,
@@ -256,14 +257,14 @@ def wiki_edit(
     ] = None,
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this; else `conflict`."),
+        Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
 ) -> EditResult:
     """Change part of a note without sending it all back: find+replace, section+content, or prepend.
 
     Every byte you do not name stays (frontmatter but `updated`). When `find` occurs 0 or several times, or
-    the heading is missing or repeated, nothing is written and the error says how many matched. Pass the
-    `version` of your last read or write as baseVersion."""
+    the heading is missing or repeated, nothing is written and the error says how many matched. Pass your
+    last `version` as baseVersion."""
     from .ops.edit import Edit, edit_note
 
     edit = Edit(find=find, replace=replace, all=all, section=section, content=content, prepend=prepend)
@@ -276,7 +277,7 @@ def wiki_delete(
     id: NoteId,
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this; else `conflict`."),
+        Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
 ) -> DeleteResult:
     """Remove a note. Links to it become unresolved; nothing else changes.
@@ -294,7 +295,7 @@ def wiki_move(
     newId: Annotated[str, Field(description="The new id; it must not exist yet.")],
     baseVersion: Annotated[
         str | None,
-        Field(description="Only if the note's version is still this; else `conflict`."),
+        Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
 ) -> MoveResult:
     """Rename a note and rewrite every [[link]] in the vault that pointed at it, so that none breaks.
@@ -333,6 +334,18 @@ def wiki_restore(
     from .ops.restore import restore_note
 
     return restore_note(config, resolve_note(config, id), hash, baseVersion, False, reporter=_reporter())
+
+
+@tool(read_only=True)
+def wiki_check(
+    config: Config,
+    folder: Folder = None,
+) -> CheckResult:
+    """Find what is wrong in the vault: broken or ambiguous [[links]], case twins, bad frontmatter, orphans…;
+    each an error, warning or info."""
+    from .ops.check import check_vault
+
+    return check_vault(config, folder, reporter=_reporter())
 
 
 # --- the server --------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ class LinkRecord(TypedDict):
     #: `wiki` for [[links]], `markdown` for [text](note.md), `frontmatter` for [[links]] in frontmatter values
     kind: str
     resolved: str | None
+    #: a link that names no note but a file of the vault (`![[diagram.png]]`): that file's vault path
+    attachment: NotRequired[str]
 
 
 class LinkedNote(TypedDict):
@@ -119,6 +121,37 @@ class GraphResult(TypedDict):
     edges: list[GraphEdge]
     #: true while another process's build has the index half done: the graph holds what is indexed so far
     incomplete: NotRequired[bool]
+
+
+# --- check ---------------------------------------------------------------------------------------------
+
+
+class CheckProblem(TypedDict):
+    #: broken-link, ambiguous-link, case-twin, malformed-frontmatter, not-utf8, unreadable, conflict-copy,
+    #: stray-temporary, alias-collision, orphan, oversized
+    kind: str
+    #: error, warning or info
+    severity: str
+    #: the note (or, for a stray temporary, the file) by vault path
+    id: str
+    #: where in the file, from 1, when the problem has a place (malformed frontmatter: the message says why)
+    line: int | None
+    message: str
+    #: a link's target as written (its first line is `line`)
+    target: NotRequired[str]
+    #: an ambiguous link: every note of the tier that decides, best first (the first is what it resolves to)
+    candidates: NotRequired[list[str]]
+    #: the other notes involved: a case twin's other spellings, those a colliding alias collides with, the
+    #: note a conflict copy is a copy of
+    others: NotRequired[list[str]]
+
+
+class CheckResult(TypedDict):
+    problems: list[CheckProblem]
+    #: how many problems of each kind
+    counts: dict[str, int]
+    #: how many notes were checked
+    notes: int
 
 
 # --- changes -------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..errors import IoError, NotFound
+from ..index.health import Attachments
 from ..index.index import VaultIndex
 from ..notes.conflicts import has_conflict_copy
 from ..notes.ids import NoteRef, may_read, open_regular, resolve_note
@@ -54,17 +55,23 @@ def _decode(data: bytes, note_id: str, reporter: Reporter) -> str:
 Resolve = Callable[[str], "str | None"]
 
 
-def _record(config: Config, resolve: Resolve, ref: NoteRef, data: bytes, reporter: Reporter) -> _Node:
-    """One note's record (its `linkedNotes` still empty) and the distinct notes its links resolve to."""
+def _record(
+    config: Config, resolve: Resolve, ref: NoteRef, data: bytes, reporter: Reporter, attachments: Attachments
+) -> _Node:
+    """One note's record (its `linkedNotes` still empty) and the distinct notes its links resolve to; a link
+    that names no note but a file of the vault says which (`attachment`), as Obsidian resolves embeds."""
     note = parse_note(_decode(data, ref.id, reporter), ref.id)
     for message in note.warnings:
         reporter.warn(message)
     census = link_census(note.frontmatter_text, note.body, config.extensions, MAX_LINK_RECORDS)
     # Each distinct link is resolved once: a note may name one note a million times.
     meaning: dict[Link, str | None] = {}
+    files: dict[Link, str] = {}
     for link in census.distinct:
         target = stored_target(link, ref.id)
         meaning[link] = resolve(target) if target else None
+        if target and meaning[link] is None and (found := attachments(target)) is not None:
+            files[link] = found
     if census.total > MAX_LINK_RECORDS:
         reporter.warn(
             f"note {quote(ref.id)} holds {census.total} links; `links` lists the first {MAX_LINK_RECORDS} "
@@ -75,12 +82,19 @@ def _record(config: Config, resolve: Resolve, ref: NoteRef, data: bytes, reporte
         "title": note_title(note.frontmatter, note.body, ref.id),
         "frontmatter": note.frontmatter,
         "body": note.body,
-        "links": [link.to_json(meaning[link]) for link in census.listed],
+        "links": [_link_record(link, meaning[link], files.get(link)) for link in census.listed],
         "linksTruncated": census.total > MAX_LINK_RECORDS,
         "version": version_of(data),
         "linkedNotes": [],
     }
     return _Node(record, list(dict.fromkeys(t for t in meaning.values() if t is not None)))
+
+
+def _link_record(link: Link, resolved: str | None, attachment: str | None) -> dict[str, object]:
+    record = link.to_json(resolved)
+    if attachment is not None:
+        record["attachment"] = attachment
+    return record
 
 
 class _Node(NamedTuple):
@@ -95,7 +109,8 @@ def _tree(
     where it is nearest (cycles and notes already shown stop); every record, nearest first."""
     vault = config.vault_root
     real_root = os.path.realpath(vault)
-    root = _record(config, resolve, ref, data, reporter)
+    attachments = Attachments(config)
+    root = _record(config, resolve, ref, data, reporter, attachments)
     order = [root.record]
     visited = {ref.id}
     queue = deque([(root, depth)])
@@ -114,7 +129,7 @@ def _tree(
                 linked_data, _ = _load(linked)
             except (NotFound, IoError):
                 continue  # vanished or became unreadable since the index saw it
-            child = _record(config, resolve, linked, linked_data, reporter)
+            child = _record(config, resolve, linked, linked_data, reporter, attachments)
             node.record["linkedNotes"].append(child.record)
             order.append(child.record)
             queue.append((child, left - 1))
