@@ -400,7 +400,7 @@ def test_a_request_reads_nothing_outside_the_vault(tmp_path: Path, vault: Path, 
     for note_id in outside:
         answer = ask_raw(request("read", {"id": note_id, "depth": None, "maxChars": None}))
         assert "result" not in answer and "not the vault" not in json.dumps(answer), (note_id, answer)
-    args = {"query": "secret", "limit": None, "exactTitle": None, "tags": [], "folder": "../"}
+    args: dict[str, Any] = {"query": "secret", "limit": None, "exactTitle": None, "tags": [], "folder": "../"}
     assert "result" not in ask_raw(request("search", args))
     # an absolute folder is a prefix of ids inside the vault, as in the command's own process
     assert ask_raw(request("search", {**args, "folder": str(tmp_path)}))["result"]["total"] == 0
