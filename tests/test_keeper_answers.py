@@ -349,8 +349,9 @@ def test_an_answer_too_long_is_the_commands_own_and_what_it_saw_is_kept(
     tmp_path: Path, vault: Path, keeper: KeeperProcess
 ) -> None:
     program = str(amem_bin(tmp_path / "bin") / "amem")
-    line = "token " * 15 + "\n"
-    big = "# Big\n\n" + line * (MAX_ANSWER // len(line) + 1)
+    # control characters: 6 bytes each in JSON, so the answer outgrows MAX_ANSWER with a sixth of it on disk
+    line = "\x01" * 99 + "\n"
+    big = "# Big\n\n" + line * (MAX_ANSWER // (6 * len(line)) + 100)
     written = subprocess.run([program, "write", "big.md", "-"], input=big, capture_output=True, text=True, timeout=60)
     assert written.returncode == 0, written.stderr
     write_file(vault / "big.md", big + "changed by hand\n")
@@ -365,17 +366,21 @@ def test_an_answer_too_long_is_the_commands_own_and_what_it_saw_is_kept(
 
 
 def ask_raw(request: dict[str, Any]) -> dict[str, Any]:
+    """The keeper's answer to a request made by hand: its first line, with the result's line (when one
+    follows) parsed as `result`."""
     cache = load_config().cache_dir
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
         client.settimeout(30)
         client.connect(str(cache / SOCKET_FILE))
         client.sendall(json.dumps(request).encode() + b"\n")
         data = b""
-        while not data.endswith(b"\n"):
-            piece = client.recv(1 << 16)
-            assert piece, data
+        while piece := client.recv(1 << 16):  # the keeper closes once it answered
             data += piece
-    return json.loads(data)  # type: ignore[no-any-return]
+    lines = data.decode().splitlines()
+    answer: dict[str, Any] = json.loads(lines[0])
+    if len(lines) > 1:
+        answer["result"] = json.loads(lines[1])
+    return answer
 
 
 def request(op: str, args: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -46,9 +46,14 @@ def keeper_answered(app: AppContext, config: Config, op: str, args: dict[str, An
     answer = ask(config, op, args)
     if answer is None:
         return False
-    from ..output import emit
+    from ..output import emit, emit_text, stdout_is_terminal
 
-    for message in answer["warnings"]:
+    for message in answer.warnings:
         app.reporter.warn(message)
-    emit(answer["result"])
+    if stdout_is_terminal():  # indented, as emit() prints for a terminal
+        import json
+
+        emit(json.loads(answer.text))
+    else:
+        emit_text(answer.text)
     return True

@@ -11,7 +11,8 @@ The protocol, beside the ranking one (`keeper_client`), on the same socket:
   (`search`, `read`, `list`), its arguments, and what of its config the answer depends on. The keeper
   answers only when `amem` and `settings` (the vault and what the index holds) are its own and `tz` (the
   local zone's name) is its own; it runs the operation as the command would have, with the command's
-  config values, inside its own vault, and sends `{"result", "warnings"}` back.
+  config values, inside its own vault, and sends two lines back: `{"warnings"}`, then the result as the
+  command prints it when its stdout is not a terminal (so that the command need not parse it).
 - The command then sends `ok`; only then does the keeper record what a `read` saw (the last-seen version
   behind `modifiedExternally`), so an answer that never reached the command leaves no trace.
 - Anything else (no keeper, a stale socket, another version or settings, an error of the operation, an
@@ -29,12 +30,14 @@ import contextlib
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import __version__
-from .keeper_client import INFO_FILE, LOCK_FILE, lock_held, read_line
+from .keeper_client import INFO_FILE, LOCK_FILE, lock_held
 
 if TYPE_CHECKING:
+    import socket
+
     from ..config import Config
 
 #: The answers protocol's version, named in keeper.json by a keeper that answers commands.
@@ -73,9 +76,16 @@ def local_zone() -> str | None:
     return os.environ.get("TZ")
 
 
-def ask(config: Config, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
-    """The live keeper's answer `{"result", "warnings"}` to operation `op`, or None (answer in this
-    process) when there is none or anything fails. Never raises."""
+class Answer(NamedTuple):
+    #: the warnings the operation met, in order, once each
+    warnings: list[str]
+    #: the result, as `output.one_line` renders it
+    text: str
+
+
+def ask(config: Config, op: str, args: dict[str, Any]) -> Answer | None:
+    """The live keeper's answer to operation `op`, or None (answer in this process) when there is none
+    or anything fails. Never raises."""
     if os.environ.get(NO_KEEPER, "") not in ("", "0"):
         return None
     socket_path = _answering_socket(config)
@@ -115,7 +125,7 @@ def _answering_socket(config: Config) -> str | None:
     return str(cache / name)
 
 
-def _exchange(path: str, request: bytes) -> dict[str, Any] | None:
+def _exchange(path: str, request: bytes) -> Answer | None:
     import socket
 
     deadline = time.monotonic() + ANSWER_TIMEOUT
@@ -123,16 +133,43 @@ def _exchange(path: str, request: bytes) -> dict[str, Any] | None:
         client.settimeout(ANSWER_TIMEOUT)
         client.connect(path)
         client.sendall(request)
-        answer = json.loads(read_line(client, deadline, MAX_ANSWER))
-        if not _well_formed(answer):
+        lines = _Lines(client, deadline)
+        header = json.loads(lines.next())
+        if not isinstance(header, dict) or not _strings(header.get("warnings")):
+            return None  # an error: the command answers itself
+        text = lines.next().decode("utf-8").removesuffix("\n")
+        if not text.startswith("{") or not text.endswith("}"):
             return None
         with contextlib.suppress(OSError):
             client.sendall(ACK)  # the answer is taken: the keeper may record what it saw
-    return answer  # type: ignore[no-any-return]
+    return Answer(header["warnings"], text)
 
 
-def _well_formed(answer: object) -> bool:
-    if not isinstance(answer, dict) or not isinstance(answer.get("result"), dict):
-        return False
-    warnings = answer.get("warnings")
-    return isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+class _Lines:
+    """Newline-ended lines from a socket by a deadline, MAX_ANSWER bytes in all: TimeoutError when they do
+    not come in time, ValueError when cut short or too long."""
+
+    def __init__(self, conn: socket.socket, deadline: float) -> None:
+        self.conn = conn
+        self.deadline = deadline
+        self.data = bytearray()
+        self.taken = 0
+
+    def next(self) -> bytes:
+        while (end := self.data.find(b"\n", self.taken)) < 0:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("no answer in time")
+            self.conn.settimeout(remaining)
+            piece = self.conn.recv(1 << 18)
+            if not piece:
+                raise ValueError("the answer was cut short")
+            if len(self.data) + len(piece) > MAX_ANSWER:
+                raise ValueError("the answer is too long")
+            self.data += piece
+        line, self.taken = bytes(self.data[self.taken : end + 1]), end + 1
+        return line

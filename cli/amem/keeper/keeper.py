@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     #: How a keeper answers commands (`amem.ops.answers.answer`, handed down by whoever starts it): the
     #: keeper's config, the request, and the lock its rankings share.
-    Answers = Callable[[Config, CommandRequest, threading.Lock], tuple[dict[str, Any], After]]
+    Answers = Callable[[Config, CommandRequest, threading.Lock], tuple[dict[str, Any], str | None, After]]
 
 #: Ranking connections served at once; one more is told at once that the keeper is busy.
 MAX_CLIENTS = 128
@@ -267,13 +267,13 @@ class Keeper:
             return {"error": type(exc).__name__}
         return {"error": "no semantic ranking"} if ranking is None else {"ranking": ranking}
 
-    def _command(self, request: CommandRequest) -> tuple[dict[str, Any], After]:
+    def _command(self, request: CommandRequest) -> tuple[dict[str, Any], str | None, After]:
         if self.answers is None:
-            return {"error": "this keeper answers no commands"}, None
+            return {"error": "this keeper answers no commands"}, None, None
         try:
             return self.answers(self.config, request, self._ranking)
         except Exception as exc:  # the command answers itself; the keeper keeps running
-            return {"error": type(exc).__name__}, None
+            return {"error": type(exc).__name__}, None, None
 
     def _rank(self, query: str, depth: int, among: set[str] | None) -> list[tuple[str, float]] | None:
         """What a search would rank in its own process: the model loaded (once), the vectors brought up to

@@ -51,8 +51,9 @@ class CommandRequest(NamedTuple):
 
 #: What a command answer asks to run after the client took it (a read's last-seen record), or None.
 After = Callable[[], None] | None
-#: How the keeper answers a command: the answer line's object, and what to run once the client took it.
-Answer = Callable[[CommandRequest], tuple[dict[str, Any], After]]
+#: How the keeper answers a command: the answer line's object, the result's own line (the text the command
+#: prints, None with an error), and what to run once the client took them.
+Answer = Callable[[CommandRequest], tuple[dict[str, Any], str | None, After]]
 
 
 class BadRequest(ValueError):
@@ -116,6 +117,7 @@ def serve_client(
         with conn:
             deadline = time.monotonic() + CLIENT_TIMEOUT
             after: After = None
+            body: str | None = None
             try:
                 request = parse_request(read_request_line(conn, deadline))
                 if isinstance(request, RankRequest):
@@ -123,11 +125,12 @@ def serve_client(
                 elif command is None:
                     answer = {"error": "this keeper answers no commands"}
                 else:
-                    answer, after = command(request)
+                    answer, body, after = command(request)
             except BadRequest as exc:
                 answer = {"error": "bad request", "reason": str(exc)}
             conn.settimeout(CLIENT_TIMEOUT)
-            conn.sendall(json.dumps(answer).encode("utf-8") + b"\n")
+            lines = json.dumps(answer) + "\n" + ("" if body is None else body + "\n")
+            conn.sendall(lines.encode("utf-8"))
             if after is not None and read_line(conn, time.monotonic() + CLIENT_TIMEOUT, len(ACK)) == ACK:
                 after()
     except Exception:  # noqa: BLE001, S110 (gone, stalled or cut short: nothing to answer, nothing to report)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..errors import AmemError
 from ..index.keeper_ask import answer_settings, local_zone
+from ..output import one_line
 from ..report import CollectingReporter
 
 if TYPE_CHECKING:
@@ -60,14 +61,17 @@ class NotAnswered(ValueError):
     """A request the keeper leaves to the command."""
 
 
-def answer(config: Config, request: CommandRequest, ranking: threading.Lock) -> tuple[dict[str, Any], After]:
-    """The answer line's object for `request`, and what to run once the client has it (a read's record
-    of what it saw); `{"error": …}` for a request the command must answer itself."""
+def answer(
+    config: Config, request: CommandRequest, ranking: threading.Lock
+) -> tuple[dict[str, Any], str | None, After]:
+    """The answer line's object for `request` (`{"warnings": […]}`), the result as the command prints it
+    on one line, and what to run once the client has them (a read's record of what it saw);
+    `{"error": …}` and None for a request the command must answer itself."""
     try:
         ours = _config_for(config, request)
         args = _checked(request.args, _ARGS[request.op])
     except NotAnswered as exc:
-        return {"error": str(exc)}, None
+        return {"error": str(exc)}, None, None
     reporter = CollectingReporter()
     try:
         if request.op == "search" and ours.semantic:
@@ -76,8 +80,8 @@ def answer(config: Config, request: CommandRequest, ranking: threading.Lock) -> 
         else:
             result, after = _run(ours, request.op, args, reporter)
     except AmemError as exc:  # the command raises it itself, as it always does
-        return {"error": "refused", "code": exc.code}, None
-    return {"result": result, "warnings": reporter.warnings}, after
+        return {"error": "refused", "code": exc.code}, None, None
+    return {"warnings": reporter.warnings}, one_line(result), after
 
 
 def _config_for(config: Config, request: CommandRequest) -> Config:
