@@ -106,6 +106,10 @@ MCP_SDK = frozenset(
     | {"shlex", "sysconfig", "zipfile", "zoneinfo"}
 )
 
+#: The commands a keeper answers ask it first (the lock probe, keeper.json), over its socket only when one
+#: lives: see KEEPER_PATH.
+ASK = frozenset({"amem.index.keeper_ask"})
+
 #: command → (arguments, other modules it may load, amem modules it may load, one module it must load).
 ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     # A read of an unchanged vault indexes nothing: no batch writer, no search rows, no YAML for plain
@@ -114,11 +118,11 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["read", "x"],
         NOTES_READ,
         # index.health: the attachments a link names when it names no note
-        NOTES_READ_AMEM | {"amem.ops.read", "amem.notes.conflicts", "amem.index.health"},
+        NOTES_READ_AMEM | ASK | {"amem.ops.read", "amem.notes.conflicts", "amem.index.health"},
         "amem.ops.read",
     ),
-    "search": (["search", "x"], NOTES, NOTES_AMEM | SEARCH_AMEM, "amem.index.search"),
-    "list": (["list"], NOTES, NOTES_AMEM | {"amem.index.listing"}, "amem.index.listing"),
+    "search": (["search", "x"], NOTES, NOTES_AMEM | ASK | SEARCH_AMEM, "amem.index.search"),
+    "list": (["list"], NOTES, NOTES_AMEM | ASK | {"amem.index.listing"}, "amem.index.listing"),
     # JSON by default: the renderers (amem.graphview) and the HTML page load only for another --format
     "graph": (["graph"], NOTES, NOTES_AMEM | {"amem.ops.graph"}, "amem.ops.graph"),
     # A write records what it wrote in the index's `seen` table, and opens no more of the index for it.
@@ -204,6 +208,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         | {"amem.mcp_server", "amem.watcher", "amem.keeper.keeper", "amem.keeper.folder", "amem.keeper.requests"}
         # the declarations its schemas come from: argument checks and the shapes of the results
         | {"amem.mcp_declare", "amem.shapes"}
+        # the keeper answers the commands that ask it with the commands' own functions
+        | {"amem.ops.answers", "amem.index.keeper_ask"}
         | {f"amem.watcher.{m}" for m in ("observation", "redact")}
         | {"amem.fswatch.observer", "amem.fswatch.rules"}
         | {"amem.index.embedding"},  # its keeper asks whether semantic.model is embedded in the background
@@ -254,3 +260,35 @@ def test_help_loads_only_the_command_registry(isolated_env: Path) -> None:
     top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
     assert sorted(top_level - BASE) == []
     assert sorted({m for m in loaded if m.startswith("amem")} - AMEM_BASE) == []
+
+
+#: With a keeper answering, search, read and list are clients: the config, a lock probe, one socket round
+#: trip and the JSON they print; never SQLite, YAML, the index, the tokenizer or the ranking.
+KEEPER_PATH = frozenset({"fcntl", "socket", "selectors", "select", "array"})
+KEEPER_PATH_AMEM = frozenset({"amem.notes.ids", "amem.index.keeper_client", "amem.index.keeper_ask"})
+
+
+@pytest.mark.parametrize("args", [["search", "x"], ["read", "x"], ["list"]], ids=lambda a: a[0])
+def test_with_a_keeper_a_command_loads_only_a_clients_modules(
+    args: list[str], vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import signal
+    import tempfile
+
+    from .test_keeper import start_keeper
+
+    write_file(vault / "x.md", "# x\n\nA note.\n")
+    cache = tempfile.mkdtemp(prefix="ami", dir="/tmp")  # short: the keeper's socket path must fit
+    monkeypatch.setenv("XDG_CACHE_HOME", cache)
+    keeper = start_keeper()
+    try:
+        loaded = loaded_modules(args, isolated_env)
+    finally:
+        keeper.stop(signal.SIGKILL)
+        shutil.rmtree(cache, ignore_errors=True)
+    assert "amem.index.keeper_ask" in loaded
+    top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
+    assert sorted(top_level - BASE - KEEPER_PATH) == []
+    own = {m for m in loaded if m == "amem" or m.startswith("amem.")}
+    assert sorted(own - AMEM_BASE - KEEPER_PATH_AMEM) == []

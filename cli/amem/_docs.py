@@ -73,6 +73,11 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("AMEM_CONFIG", "Read only this config file instead of the user and project files; overridden by --config."),
     ("AMEM_PROFILE", "The profile name `amem info` reports and --expect-profile checks."),
     ("AMEM_DEBUG", "When set, an unexpected internal error shows its Python traceback instead of a JSON error."),
+    (
+        "AMEM_NO_KEEPER",
+        "When set (not 0), search, read and list answer in their own process even while a keeper "
+        "(`amem index --watch`, `amem mcp`) could answer them; they still use its sync cookies.",
+    ),
     ("XDG_CONFIG_HOME", "Where the user config file lives (default ~/.config); only an absolute path counts."),
     ("XDG_CACHE_HOME", "Where the index and write locks live (default ~/.cache); only an absolute path counts."),
     ("XDG_STATE_HOME", "Where the watcher's spool lives (default ~/.local/state); only an absolute path counts."),

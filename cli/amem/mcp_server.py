@@ -408,7 +408,9 @@ class _VaultKeeper:
         if self.settled or not os.path.isdir(self.config.vault_root):
             return
         self.settled = True
-        keeper = Keeper(self.config, _LogReporter())
+        from .ops.answers import answer
+
+        keeper = Keeper(self.config, _LogReporter(), answer)
         try:
             keeper.start()
         except WatchError as exc:

@@ -39,10 +39,23 @@ def emit(data: Any, stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
     if out is None:
         raise IoError("cannot print the result: stdout is closed")
-    if _is_tty(out):
-        text = json.dumps(data, ensure_ascii=False, indent=2)
-    else:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    emit_text(json.dumps(data, ensure_ascii=False, indent=2) if _is_tty(out) else one_line(data), out)
+
+
+def one_line(data: Any) -> str:
+    """The JSON document as emit() prints it when stdout is not a terminal."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout is not None and _is_tty(sys.stdout)
+
+
+def emit_text(text: str, stream: TextIO | None = None) -> None:
+    """Print a document emit() rendered (`one_line`, or indented for a terminal), with emit()'s errors."""
+    out = stream or sys.stdout
+    if out is None:
+        raise IoError("cannot print the result: stdout is closed")
     try:
         out.write(text + "\n")
         out.flush()

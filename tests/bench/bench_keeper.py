@@ -1,12 +1,15 @@
 """Benchmark the index keeper (`amem index --watch`): whole CLI commands with and without a keeper, side by
 side with `rg -i -l` and `amem --version`, and the keeper's own costs.
 
-    python tests/bench/bench_keeper.py [--notes 10000] [--runs 11] [--work DIR]
+    python tests/bench/bench_keeper.py [--notes 10000 50000] [--runs 11] [--work DIR] [--genvault SCRIPT]
 
-For each vault size: `amem search auth token` without a keeper, with one, and `rg -i -l -e auth -e token`
-over the same vault; `amem read` with a keeper and `amem --version` (medians of --runs, interleaved). Then
-the keeper: the time from an outside in-place rewrite to the index having it (the keeper confirming a sync
-cookie; p50/p95 of 100), its CPU while idle for 10 s, and its resident memory.
+For each vault size (made by tests/bench/make_vault.py, or by the `genvault.py DIR N` script --genvault
+names): `amem search auth token` without a keeper; then, with one, `search`, `read` and `list` (all notes,
+and `--limit 20`) answered by the keeper, the same answered in their own process (AMEM_NO_KEEPER=1: the
+keeper's cookie still spares the walk), `rg -i -l -e auth -e token` over the same vault and `amem --version`
+(medians of --runs, interleaved). Then the keeper: the time from an outside in-place rewrite to the index
+having it (the keeper confirming a sync cookie; p50/p95 of 100), its CPU while idle for 10 s, and its
+resident memory. The load average is printed first: the machine may be shared.
 """
 
 from __future__ import annotations
@@ -39,12 +42,16 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def bench(n: int, runs: int, work: Path) -> None:
+def bench(n: int, runs: int, work: Path, genvault: Path | None) -> None:
     vault = work / f"vault-{n}"
     if not (vault / ".complete").exists():
         shutil.rmtree(vault, ignore_errors=True)
         print(f"generating {n} notes …", file=sys.stderr)
-        make_vault(vault, n, seed=0)
+        if genvault is None:
+            make_vault(vault, n, seed=0)
+        else:
+            vault.mkdir(parents=True)
+            subprocess.run([sys.executable, str(genvault), str(vault), str(n)], check=True)
         (vault / ".complete").touch()
     env = {**os.environ, "XDG_CACHE_HOME": str(work / f"cache-{n}"), "AMEM_VAULT": str(vault)}
     env.pop("AMEM_CONFIG", None)
@@ -61,19 +68,34 @@ def bench(n: int, runs: int, work: Path) -> None:
     )
     try:
         assert keeper.stdout is not None and keeper.stdout.readline(), "the keeper did not start"
-        kept, grep, read, version = [], [], [], []
+        own = {**env, "AMEM_NO_KEEPER": "1"}
+        commands = {
+            "search auth token": search,
+            "read NOTE": [AMEM, "read", note_id],
+            "list": [AMEM, "list"],
+            "list --limit 20": [AMEM, "list", "--limit", "20"],
+        }
+        for command in commands.values():  # warm: the keeper's first answers load what it answers with
+            timed(command, env)
+        kept: dict[str, list[float]] = {name: [] for name in commands}
+        itself: dict[str, list[float]] = {name: [] for name in commands}
+        grep, version = [], []
         for _ in range(runs):
-            kept.append(1000 * timed(search, env))
+            for name, command in commands.items():
+                kept[name].append(1000 * timed(command, env))
+                itself[name].append(1000 * timed(command, own))
             grep.append(1000 * timed(rg, env, RG_OK))
-            read.append(1000 * timed([AMEM, "read", note_id], env))
             version.append(1000 * timed([AMEM, "--version"], env))
-        s, k, g, r, v = (statistics.median(x) for x in (alone, kept, grep, read, version))
-        print(f"\n{n} notes, medians of {runs}")
-        print(f"amem search auth token, no keeper   {s:7.1f} ms   {s / g:5.2f}× rg")
-        print(f"amem search auth token, keeper      {k:7.1f} ms   {k / g:5.2f}× rg")
-        print(f"rg -i -l -e auth -e token           {g:7.1f} ms")
-        print(f"amem read, keeper                   {r:7.1f} ms   {r / v:5.2f}× amem --version")
-        print(f"amem --version                      {v:7.1f} ms")
+        g, v = statistics.median(grep), statistics.median(version)
+        s = statistics.median(alone)
+        print(f"\n{n} notes, medians of {runs}; load average {os.getloadavg()[0]:.2f}")
+        print(f"{'amem search auth token, no keeper':40} {s:7.1f} ms   {s / g:5.2f}× rg   {s / v:5.2f}× --version")
+        for name in commands:
+            for how, times in (("keeper answers", kept[name]), ("own process", itself[name])):
+                t = statistics.median(times)
+                print(f"{'amem ' + name + ', ' + how:40} {t:7.1f} ms   {t / g:5.2f}× rg   {t / v:5.2f}× --version")
+        print(f"{'rg -i -l -e auth -e token':40} {g:7.1f} ms")
+        print(f"{'amem --version':40} {v:7.1f} ms")
 
         sys.path.insert(0, str(Path(__file__).parents[2] / "cli"))
         os.environ.update(XDG_CACHE_HOME=env["XDG_CACHE_HOME"], AMEM_VAULT=env["AMEM_VAULT"])
@@ -118,12 +140,14 @@ def main() -> None:
     parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-mcp"))
+    parser.add_argument("--genvault", type=Path, help="a `genvault.py DIR N` script to make the vaults with")
     args = parser.parse_args()
     if shutil.which("rg") is None:
         raise SystemExit("ripgrep (rg) is needed")
     args.work.mkdir(parents=True, exist_ok=True)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     for n in args.notes:
-        bench(n, args.runs, args.work)
+        bench(n, args.runs, args.work, args.genvault)
 
 
 if __name__ == "__main__":

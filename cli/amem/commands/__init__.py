@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
+
+    from ..cli import AppContext
+    from ..config import Config
 
 
 class Command(click.Command):
@@ -32,3 +35,25 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
     from ..completion import complete_note_id as complete
 
     return complete(ctx, param, incomplete)
+
+
+def keeper_answered(app: AppContext, config: Config, op: str, args: dict[str, Any]) -> bool:
+    """Print a live keeper's answer to operation `op` (its warnings first, as the command's own would
+    come) and say True; False when none answers and the command must answer in its own process (see
+    `amem.index.keeper_ask`)."""
+    from ..index.keeper_ask import ask
+
+    answer = ask(config, op, args)
+    if answer is None:
+        return False
+    from ..output import emit, emit_text, stdout_is_terminal
+
+    for message in answer.warnings:
+        app.reporter.warn(message)
+    if stdout_is_terminal():  # indented, as emit() prints for a terminal
+        import json
+
+        emit(json.loads(answer.text))
+    else:
+        emit_text(answer.text)
+    return True

@@ -54,8 +54,9 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
     reporter = app.reporter
     if watch:
         from ..keeper.keeper import Keeper
+        from ..ops.answers import answer
 
-        keeper = Keeper(config, app.reporter)
+        keeper = Keeper(config, app.reporter, answer)
         reporter = keeper.reporter  # what a keeper says names no host path
         keeper.claim()  # a second keeper fails before it does anything
     index = VaultIndex(config, reporter)

@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command
+from . import Command, keeper_answered
 
 
 @click.command(
@@ -48,6 +48,9 @@ def command(
 
     Prints {notes: [{id, title, tags, bytes, mtime, created}], total, truncated}.
     """
+    asked = {"prefix": prefix, "tags": list(tags), "sort": sort, "limit": limit, "since": since}
+    if keeper_answered(app, app.config, "list", asked):
+        return
     from ..index.listing import list_notes
 
     emit(list_notes(app.config, prefix, tags=tags, sort=sort, limit=limit, since=since, reporter=app.reporter))

@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_note_id
+from . import Command, complete_note_id, keeper_answered
 
 
 @click.command(
@@ -42,6 +42,8 @@ def command(app: AppContext, note_id: str, depth: int | None, max_chars: int | N
     matched. `conflict` is true while a conflict copy left by `amem sync` (NOTE.conflict-COMMIT.md) lies
     beside the note.
     """
+    if keeper_answered(app, app.config, "read", {"id": note_id, "depth": depth, "maxChars": max_chars}):
+        return
     from ..ops.read import read_note
 
     emit(read_note(app.config, note_id, depth, max_chars=max_chars, reporter=app.reporter))

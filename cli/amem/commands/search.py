@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command
+from . import Command, keeper_answered
 
 
 @click.command(
@@ -61,10 +61,14 @@ def command(
     Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic}.
     """
     from ..errors import UsageError
-    from ..index.search import search
 
     text = " ".join(query) if query else None
     if text is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
     config = app.configure({"semantic": semantic})
+    asked = {"query": text, "limit": limit, "exactTitle": exact_title, "tags": list(tags), "folder": folder}
+    if keeper_answered(app, config, "search", asked):
+        return
+    from ..index.search import search
+
     emit(search(config, text, limit=limit, exact_title=exact_title, tags=tags, folder=folder, reporter=app.reporter))

@@ -38,13 +38,18 @@ if TYPE_CHECKING:
     import queue
     import socket
     import threading
+    from collections.abc import Callable
 
     from ..config import Config
     from ..fswatch.observer import TreeWatcher
     from ..fswatch.rules import IgnoreRules, WatchedRoot
     from .embedder import BackgroundEmbedder
     from .folder import KeeperFolder
-    from .requests import RankRequest
+    from .requests import After, CommandRequest, RankRequest
+
+    #: How a keeper answers commands (`amem.ops.answers.answer`, handed down by whoever starts it): the
+    #: keeper's config, the request, and the lock its rankings share.
+    Answers = Callable[[Config, CommandRequest, threading.Lock], tuple[dict[str, Any], str | None, After]]
 
 #: Ranking connections served at once; one more is told at once that the keeper is busy.
 MAX_CLIENTS = 128
@@ -60,8 +65,10 @@ class Keeper:
     """Keeps one vault's index fresh until stopped. `start()` raises WatchError when another keeper runs
     for the vault or the vault cannot be watched."""
 
-    def __init__(self, config: Config, reporter: Reporter | None = None) -> None:
+    def __init__(self, config: Config, reporter: Reporter | None = None, answers: Answers | None = None) -> None:
         self.config = config
+        #: what answers the commands that ask (see `amem.index.keeper_ask`); None: they answer themselves
+        self.answers = answers
         self.root = os.path.abspath(config.vault_root)
         #: every warning of the keeper's (the watcher's, the index's, the model's) names no host path
         self.reporter: Reporter = VaultWords(reporter or Reporter(), self.root, str(config.cache_dir))
@@ -131,6 +138,11 @@ class Keeper:
             }
             if self._listen():
                 described["socket"] = SOCKET_FILE
+                if self.answers is not None:
+                    from .. import __version__
+                    from ..index.keeper_ask import ANSWERS
+
+                    described.update(answers=ANSWERS, amem=__version__)
             (cache / INFO_FILE).write_text(json.dumps(described), encoding="utf-8")
         except OSError as exc:
             self.stop()
@@ -254,7 +266,7 @@ class Keeper:
 
             def client(conn: socket.socket = conn) -> None:
                 try:
-                    serve_client(conn, self._answer)
+                    serve_client(conn, self._answer, self._command)
                 finally:
                     slots.release()
 
@@ -271,6 +283,14 @@ class Keeper:
         except Exception as exc:  # the searcher ranks itself; the keeper keeps running
             return {"error": type(exc).__name__}
         return {"error": "no semantic ranking"} if ranking is None else {"ranking": ranking}
+
+    def _command(self, request: CommandRequest) -> tuple[dict[str, Any], str | None, After]:
+        if self.answers is None:
+            return {"error": "this keeper answers no commands"}, None, None
+        try:
+            return self.answers(self.config, request, self._ranking)
+        except Exception as exc:  # the command answers itself; the keeper keeps running
+            return {"error": type(exc).__name__}, None, None
 
     def _rank(self, query: str, depth: int, among: set[str] | None) -> list[tuple[str, float]] | None:
         """What a search would rank in its own process: the model loaded (once), the vectors brought up to

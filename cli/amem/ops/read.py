@@ -143,10 +143,13 @@ def read_note(
     *,
     max_chars: int | None = None,
     reporter: Reporter | None = None,
+    mark_seen: bool = True,
 ) -> ReadResult:
     """The note as `amem read` prints it; what it had to repair (bytes that are not UTF-8, frontmatter
     that is not YAML) goes to `reporter`. `raw_id` is an id, else a name as a [[link]] or an alias gives
-    it; `max_chars` bounds the characters of all bodies. Raises InvalidId or NotFound."""
+    it; `max_chars` bounds the characters of all bodies. Raises InvalidId or NotFound. Without
+    `mark_seen`, the version read is not recorded as seen (the keeper records it once its client has the
+    answer: `VaultIndex.mark_seen(result["id"], result["version"])`)."""
     from ..report import Reporter
 
     reporter = reporter or Reporter()
@@ -167,7 +170,7 @@ def read_note(
         depth = config.max_link_depth if depth is None else depth
         order = _tree(config, resolve, ref, data, depth, reporter)
         last = index.last_seen(ref.id)
-        if last != order[0]["version"]:  # a read of what was seen already writes nothing
+        if mark_seen and last != order[0]["version"]:  # a read of what was seen already writes nothing
             index.mark_seen(ref.id, order[0]["version"])
         backlinks = index.backlinks(ref.id)
     finally:

@@ -1,0 +1,180 @@
+"""The keeper's side of the commands it answers (`amem.index.keeper_ask` says the protocol): `search`, `read`
+and `list` run here, in the keeper's process, with the very functions the commands call in their own, so
+the answer is the one the command would have printed.
+
+What a request may steer is checked here, key by key: the operation's arguments (their types, and numbers
+bounded as the keeper's rankings are), and the few config values the answer uses; the vault is always the
+keeper's own, and a note's id or a folder is checked by the same code as in the command's process. A
+request of another amem, of other index settings or of another local zone is not answered, nor is any
+operation that fails: the command then answers, or fails, in its own process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import AmemError
+from ..index.keeper_ask import answer_settings, local_zone
+from ..output import one_line
+from ..report import CollectingReporter
+
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+
+    from ..config import Config
+    from ..keeper.requests import After, CommandRequest
+
+#: The largest number a request may give (a limit, a depth, a budget).
+MAX_NUMBER = 1_000_000_000
+_OPTIONAL_TEXT = (str, type(None))
+_OPTIONAL_NUMBER = (int, type(None))
+
+#: Each operation's arguments: name → the types it may have (a list is a list of strings).
+_ARGS: dict[str, dict[str, tuple[type, ...]]] = {
+    "search": {
+        "query": _OPTIONAL_TEXT,
+        "limit": _OPTIONAL_NUMBER,
+        "exactTitle": _OPTIONAL_TEXT,
+        "tags": (list,),
+        "folder": _OPTIONAL_TEXT,
+    },
+    "read": {"id": (str,), "depth": _OPTIONAL_NUMBER, "maxChars": _OPTIONAL_NUMBER},
+    "list": {
+        "prefix": _OPTIONAL_TEXT,
+        "tags": (list,),
+        "sort": _OPTIONAL_TEXT,
+        "limit": _OPTIONAL_NUMBER,
+        "since": _OPTIONAL_TEXT,
+    },
+}
+_CONFIG: dict[str, tuple[type, ...]] = {
+    "maxLinkDepth": (int,),
+    "maxSearchResults": (int,),
+    "semantic": (bool,),
+    "timezone": _OPTIONAL_TEXT,
+}
+
+
+class NotAnswered(ValueError):
+    """A request the keeper leaves to the command."""
+
+
+def answer(
+    config: Config, request: CommandRequest, ranking: threading.Lock
+) -> tuple[dict[str, Any], str | None, After]:
+    """The answer line's object for `request` (`{"warnings": […]}`), the result as the command prints it
+    on one line, and what to run once the client has them (a read's record of what it saw);
+    `{"error": …}` and None for a request the command must answer itself."""
+    try:
+        ours = _config_for(config, request)
+        args = _checked(request.args, _ARGS[request.op])
+    except NotAnswered as exc:
+        return {"error": str(exc)}, None, None
+    reporter = CollectingReporter()
+    try:
+        if request.op == "search" and ours.semantic:
+            with ranking:  # the model and its vectors are shared with the keeper's rankings
+                result, after = _run(ours, request.op, args, reporter)
+        else:
+            result, after = _run(ours, request.op, args, reporter)
+    except AmemError as exc:  # the command raises it itself, as it always does
+        return {"error": "refused", "code": exc.code}, None, None
+    return {"warnings": reporter.warnings}, one_line(result), after
+
+
+def _config_for(config: Config, request: CommandRequest) -> Config:
+    """The keeper's config with the command's own values for what the answer uses; NotAnswered when the
+    request is of another amem, vault, index or zone, or its values are of wrong types."""
+    if request.amem != __version__:
+        raise NotAnswered("another amem version")
+    if request.settings != answer_settings(config) or request.tz != local_zone():
+        raise NotAnswered("other settings")
+    view = _checked(request.config, _CONFIG)
+    if view["maxLinkDepth"] < 0 or view["maxSearchResults"] < 1:
+        raise NotAnswered("bad config values")
+    return config._replace(
+        max_link_depth=view["maxLinkDepth"],
+        max_search_results=view["maxSearchResults"],
+        semantic=view["semantic"],
+        timezone_name=view["timezone"],
+    )
+
+
+def _checked(given: dict[str, Any], kinds: dict[str, tuple[type, ...]]) -> dict[str, Any]:
+    """`given`, when it holds exactly these keys with values of these types (numbers 0..MAX_NUMBER, never
+    a bool, lists of strings only); NotAnswered otherwise."""
+    if set(given) != set(kinds):
+        raise NotAnswered("unexpected or missing keys")
+    for key, value in given.items():
+        allowed = kinds[key]
+        if isinstance(value, bool) and bool not in allowed:
+            raise NotAnswered(f"{key} is of a wrong type")
+        if not isinstance(value, allowed):
+            raise NotAnswered(f"{key} is of a wrong type")
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_NUMBER:
+            raise NotAnswered(f"{key} is out of bounds")
+        if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+            raise NotAnswered(f"{key} must be a list of strings")
+    return given
+
+
+def _run(config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter) -> tuple[Any, After]:
+    if op == "search":
+        return _search(config, args, reporter), None
+    if op == "read":
+        return _read(config, args, reporter)
+    from ..index.listing import list_notes
+
+    result = list_notes(
+        config,
+        args["prefix"],
+        tags=tuple(args["tags"]),
+        sort=args["sort"],
+        limit=args["limit"],
+        since=args["since"],
+        reporter=reporter,
+    )
+    return result, None
+
+
+def _search(config: Config, args: dict[str, Any], reporter: CollectingReporter) -> Any:
+    from ..index.search import search
+
+    if config.semantic:
+        from ..index import semantic
+
+        semantic.KEEP_VECTORS = True  # a long-lived process: the vectors stay in memory between searches
+    return search(
+        config,
+        args["query"],
+        limit=args["limit"],
+        exact_title=args["exactTitle"],
+        tags=tuple(args["tags"]),
+        folder=args["folder"],
+        reporter=reporter,
+    )
+
+
+def _read(config: Config, args: dict[str, Any], reporter: CollectingReporter) -> tuple[Any, After]:
+    from .read import read_note
+
+    depth, budget = args["depth"], args["maxChars"]
+    result = read_note(config, args["id"], depth, max_chars=budget, reporter=reporter, mark_seen=False)
+    return result, _seen(config, result["id"], result["version"])
+
+
+def _seen(config: Config, note_id: str, version: str) -> Callable[[], None]:
+    """Record `version` as what amem last saw of `note_id`, as the command's own read would have."""
+
+    def record() -> None:
+        from ..index.index import VaultIndex
+
+        index = VaultIndex(config)
+        try:
+            index.mark_seen(note_id, version)
+        finally:
+            index.close()
+
+    return record
