@@ -351,7 +351,8 @@ def test_an_answer_too_long_is_the_commands_own_and_what_it_saw_is_kept(
     program = str(amem_bin(tmp_path / "bin") / "amem")
     # control characters: 6 bytes each in JSON, so the answer outgrows MAX_ANSWER with a sixth of it on disk
     line = "\x01" * 99 + "\n"
-    big = "# Big\n\n" + line * (MAX_ANSWER // (6 * len(line)) + 100)
+    in_json = len(json.dumps(line)) - 2  # 596 bytes: the newline is 2
+    big = "# Big\n\n" + line * (MAX_ANSWER // in_json + 100)
     written = subprocess.run([program, "write", "big.md", "-"], input=big, capture_output=True, text=True, timeout=60)
     assert written.returncode == 0, written.stderr
     write_file(vault / "big.md", big + "changed by hand\n")
