@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..report import Reporter
+    from .fusion import Explained, Plan
     from .index import VaultIndex
     from .rank import Filter
 
@@ -532,6 +533,7 @@ class SearchRanker:
         status: str,
         reporter: Reporter,
         ranking: list[tuple[str, float]] | None = None,
+        scripts: tuple[str, ...] = ("latin",),
     ) -> None:
         self.index = index
         self.embedder = embedder
@@ -539,6 +541,11 @@ class SearchRanker:
         self.reporter = reporter
         #: the semantic ranking already made (by the vault's index keeper): fused instead of ranking here
         self.ranking = ranking
+        #: the scripts the model reads (see fusion.MODEL_SCRIPTS)
+        self.scripts = scripts
+        #: after `fuse`: the fusion chosen for the query, and each fused note's sources by rowid
+        self.plan: Plan | None = None
+        self.explained: dict[int, Explained] = {}
 
     @property
     def fused(self) -> bool:
@@ -548,37 +555,43 @@ class SearchRanker:
         self, query: str, keyword: Sequence[tuple[int, float | None]], total: int, where: Filter | None = None
     ) -> tuple[list[tuple[int, float | None]], int]:
         """(rowid, fused score) best first, and the total: the keyword matches and the notes only the
-        semantic ranking found, both within `where` (the search's tag and folder filters). The keyword
-        ranking as it is when the model failed."""
+        semantic ranking found, both within `where` (the search's tag and folder filters), fused with the
+        weight this query's evidence gives (`fusion`; the plan and each hit's sources are kept in `plan` and
+        `explained`). The keyword ranking as it is when the model failed."""
         conn = self.index.conn
         if self.ranking is not None:
-            semantic = [note_id for note_id, _ in self.ranking]
+            semantic = self.ranking
         elif self.embedder is None:
             return list(keyword), total
         else:
             semantic = self._rank(query, where)
             if self.embedder is None:
                 return list(keyword), total
+        from . import fusion
         from .sql import select_in
 
         docs = [doc for doc, _ in keyword]
-        rowid = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})", semantic))
+        live = "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})"
+        rowid = dict(select_in(conn, live, [note_id for note_id, _ in semantic]))
         id_of = dict(select_in(conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", docs))
-        keyword_ids = [id_of[doc] for doc in docs]
+        keyword_ids = [(id_of[doc], score) for doc, score in keyword]
         rowid.update((note_id, doc) for doc, note_id in id_of.items())
-        semantic = [note_id for note_id in semantic if note_id in rowid]  # vectors of a note just removed
-        fused = fuse([keyword_ids, semantic], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT])
-        return [(rowid[i], round(score, 6)) for i, score in fused], total + self._unmatched(
-            query, keyword_ids, semantic
-        )
+        semantic = [pair for pair in semantic if pair[0] in rowid]  # vectors of a note just removed
+        self.plan = fusion.decide(fusion.evidence(conn, query, keyword_ids), self.scripts)
+        fused = fusion.fuse(self.plan, keyword_ids, semantic if self.plan.weight > 0 else [])
+        self.explained = {rowid[i]: explained for i, _, explained in fused}
+        if self.plan.weight == 0:
+            return [(rowid[i], score) for i, score, _ in fused], total
+        unmatched = self._unmatched(query, [i for i, _ in keyword_ids], [i for i, _ in semantic])
+        return [(rowid[i], score) for i, score, _ in fused], total + unmatched
 
-    def _rank(self, query: str, where: Filter | None) -> list[str]:
+    def _rank(self, query: str, where: Filter | None) -> list[tuple[str, float]]:
         """The semantic ranking in this process, within `where`; [] with the model dropped (status
         "error") when it fails at query time."""
         assert self.embedder is not None
         conn = self.index.conn
         try:
-            return [note_id for note_id, _ in rank(conn, self.embedder, query, among=_among(conn, where))]
+            return rank(conn, self.embedder, query, among=_among(conn, where))
         except sqlite3.DatabaseError:
             raise  # the index's own damage: the search repairs it and runs again
         except Exception as exc:  # a model misbehaving at query time must not cost the keyword answer
@@ -629,7 +642,7 @@ def for_search(
 
         ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
         if ranking is not None:
-            return SearchRanker(index, None, "ok", reporter, ranking)
+            return SearchRanker(index, None, "ok", reporter, ranking, _scripts(model, None))
     try:
         embedder = load_embedder(model)
         conn = index.conn
@@ -647,7 +660,13 @@ def for_search(
     except SemanticError as exc:
         reporter.warn(f"{exc}; answering from keywords only")
         return SearchRanker(index, None, "error", reporter)
-    return SearchRanker(index, embedder, "ok", reporter)
+    return SearchRanker(index, embedder, "ok", reporter, scripts=_scripts(model, embedder))
+
+
+def _scripts(model: str, embedder: Embedder | None) -> tuple[str, ...]:
+    from .fusion import scripts_of
+
+    return scripts_of(model, embedder)
 
 
 #: A note's stamp from today's index: anything that makes the index read the note again changes it.
