@@ -83,7 +83,7 @@ def test_a_querys_shape_and_script(text: str, script: str, question: bool) -> No
 
 
 def test_the_evidence_picks_the_weight_in_order() -> None:
-    latin = ("latin",)
+    latin = fusion.Profile(fusion.DEFAULT_PROFILE.weights, {"latin": fusion.FULLY})
 
     def why(script: str, phrase: str | None, margin: float | None, question: bool, words: int = 2) -> str:
         return fusion.decide(fusion.Evidence(script, phrase, margin, question, words), latin).why
@@ -94,8 +94,10 @@ def test_the_evidence_picks_the_weight_in_order() -> None:
     assert why("latin", None, None, True) == "question"
     assert why("latin", None, 1.0, False) == "words"
     assert why("latin", None, 1.0, False, fusion.LONG_WORDS) == "question"  # a sentence reads as one
-    assert fusion.decide(fusion.Evidence("cjk", None, None, True, 1), ("latin", "cjk")).why == "question"
-    assert fusion.WEIGHTS["script"] == 0
+    both = fusion.Profile({**latin.weights, "question": 2.0}, {"latin": fusion.FULLY, "cjk": 0.2})
+    cjk = fusion.decide(fusion.Evidence("cjk", None, None, True, 1), both)
+    assert (cjk.why, cjk.weight) == ("question", 0.2)  # a script read weakly caps the weight
+    assert all(profile.weights["script"] == 0 for profile in fusion.PROFILES.values())
 
 
 def test_at_weight_zero_the_semantic_ranking_adds_and_moves_nothing() -> None:
@@ -110,9 +112,9 @@ def test_a_model_declares_the_scripts_it_reads() -> None:
     class Multilingual:
         scripts = ("latin", "cjk")
 
-    assert fusion.scripts_of("my-folder", Multilingual()) == ("latin", "cjk")
-    assert fusion.scripts_of("my-folder", object()) == ("latin",)  # undeclared: Latin only
-    assert fusion.scripts_of("minilm", None) == ("latin",)
+    assert set(fusion.profile_of("my-folder", Multilingual()).scripts) == {"latin", "cjk"}
+    assert set(fusion.profile_of("my-folder", object()).scripts) == {"latin"}  # undeclared: Latin only
+    assert set(fusion.profile_of("minilm", None).scripts) == {"latin"}
 
 
 # --- explain without the model -----------------------------------------------------------------------
@@ -153,7 +155,8 @@ def test_a_question_gets_the_semantic_weight_and_explain_traces_every_score(note
     config = load_config()
     result = search(config, QUESTION, semantic=True, explain=True)
     assert result["fused"] and result["fusion"]["why"] == "question"
-    assert result["fusion"]["weight"] == fusion.WEIGHTS["question"] > fusion.WEIGHTS["phrase"]
+    weights = fusion.PROFILES[semantic.DEFAULT_MODEL].weights
+    assert result["fusion"]["weight"] == weights["question"] > weights["phrase"]
     assert ids(result)[0] == "auth.md"
     top = result["hits"][0]["explain"]
     assert top["keywordRank"] is None and top["semanticRank"] == 1
@@ -166,7 +169,8 @@ def test_a_question_gets_the_semantic_weight_and_explain_traces_every_score(note
 def test_an_exact_heading_keeps_its_page_first_at_the_phrase_weight(notes: Path) -> None:
     config = load_config()
     result = search(config, "refresh tokens", semantic=True, explain=True)
-    assert result["fusion"]["why"] == "phrase" and result["fusion"]["weight"] == fusion.WEIGHTS["phrase"]
+    weights = fusion.PROFILES[semantic.DEFAULT_MODEL].weights
+    assert result["fusion"]["why"] == "phrase" and result["fusion"]["weight"] == weights["phrase"]
     assert ids(result)[0] == "auth.md"
     check_explained(result)
 
@@ -175,7 +179,8 @@ def test_an_exact_heading_keeps_its_page_first_at_the_phrase_weight(notes: Path)
 def test_a_chinese_query_with_a_latin_only_model_stays_keyword_only(
     notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(fusion.MODEL_SCRIPTS, semantic.DEFAULT_MODEL, ("latin",))
+    weights = fusion.PROFILES[semantic.DEFAULT_MODEL].weights
+    monkeypatch.setitem(fusion.PROFILES, semantic.DEFAULT_MODEL, fusion.Profile(weights, {"latin": fusion.FULLY}))
     config = load_config()
     keyword = search(config, "令牌多久过期", semantic=False, explain=True)
     fused = search(config, "令牌多久过期", semantic=True, explain=True)
@@ -185,7 +190,8 @@ def test_a_chinese_query_with_a_latin_only_model_stays_keyword_only(
     assert all(hit["explain"]["semanticRank"] is None for hit in fused["hits"])
     check_explained(fused)
     # the same model, declared as reading Chinese, lets the semantic ranking in
-    monkeypatch.setitem(fusion.MODEL_SCRIPTS, semantic.DEFAULT_MODEL, ("latin", "cjk"))
+    both = fusion.Profile(weights, {"latin": fusion.FULLY, "cjk": fusion.FULLY})
+    monkeypatch.setitem(fusion.PROFILES, semantic.DEFAULT_MODEL, both)
     opened = search(config, "令牌多久过期", semantic=True, explain=True)
     assert opened["fusion"]["why"] != "script" and opened["fusion"]["weight"] > 0
     check_explained(opened)

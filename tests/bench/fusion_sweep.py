@@ -63,10 +63,12 @@ def reciprocal(query: dict[str, Any], weight: float, k: int) -> float:
     return relevance.score(ranked, query["relevant"])[0]
 
 
-def kind(query: dict[str, Any], margin: float) -> str:
+def kind(query: dict[str, Any], margin: float, weights: dict[str, float]) -> tuple[str, float]:
+    """The query's kind of evidence at `margin`, and its weight under `weights` (capped for its script)."""
     from amem.index import fusion
 
-    return str(fusion.decide(query["plan"].evidence, query["scripts"], margin=margin).why)
+    plan = fusion.decide(query["plan"].evidence, query["profile"], weights=weights, margin=margin)
+    return str(plan.why), float(plan.weight)
 
 
 def gather(corpora: list[str], model: str, cache: Path | None) -> list[dict[str, Any]]:
@@ -89,24 +91,25 @@ def gather(corpora: list[str], model: str, cache: Path | None) -> list[dict[str,
 
 
 def sweep(corpora: list[str], model: str, cache: Path | None = None) -> dict[str, Any]:
-    from amem.index import fusion
+    from amem.index import fusion, semantic
 
     queries = gather(corpora, model, cache)
     for query in queries:
-        query["scripts"] = fusion.scripts_of(model, None)
-    # rr[i][(k, w)]: each query's reciprocal rank at every candidate weight and k
-    rr = [{(k, w): reciprocal(q, w, k) for k in KS for w in CANDIDATES} for q in queries]
+        query["profile"] = fusion.profile_of(semantic.ALIASES.get(model, model), None)
+    # rr[i][(k, w)]: each query's reciprocal rank at every candidate weight (and cap) and k
+    weights = sorted({*CANDIDATES, *(cap for q in queries for cap in q["profile"].scripts.values() if cap < 1e9)})
+    rr = [{(k, w): reciprocal(q, w, k) for k in KS for w in weights} for q in queries]
     sets = sorted({(q["corpus"], q["set"]) for q in queries})
 
     def table(weights: dict[str, float], margin: float, k: int) -> dict[str, float]:
         sums = {s: [0.0, 0] for s in sets}
         for q, r in zip(queries, rr, strict=True):
             cell = sums[(q["corpus"], q["set"])]
-            cell[0] += r[(k, weights[kind(q, margin)])]
+            cell[0] += r[(k, kind(q, margin, weights)[1])]
             cell[1] += 1
         return {f"{c}.{s}": round(v[0] / v[1], 4) for (c, s), v in sums.items()}
 
-    chosen = dict(fusion.WEIGHTS)
+    chosen = dict(queries[0]["profile"].weights)
     rows: list[dict[str, Any]] = [
         {"vary": "keywords", "value": 0, **table(dict.fromkeys(chosen, 0.0), fusion.MARGIN, fusion.RRF_K)}
     ]
@@ -124,7 +127,7 @@ def sweep(corpora: list[str], model: str, cache: Path | None = None) -> dict[str
         rows.append({"vary": "constant", "value": w, **table(dict.fromkeys(chosen, w), fusion.MARGIN, fusion.RRF_K)})
     counts: dict[str, int] = {}
     for q in queries:
-        label = f"{q['corpus']}.{q['set']}.{kind(q, fusion.MARGIN)}"
+        label = f"{q['corpus']}.{q['set']}.{kind(q, fusion.MARGIN, chosen)[0]}"
         counts[label] = counts.get(label, 0) + 1
     return {"model": model, "rows": rows, "kinds": counts}
 

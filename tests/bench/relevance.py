@@ -310,9 +310,10 @@ class SemanticBench:
     def plan(self, query: str, keyword: list[tuple[str, float | None]], **constants: Any) -> Any:
         """The fusion search() would choose for `query` (with other constants, for a sweep)."""
         from amem.index import fusion
+        from amem.index.semantic import ALIASES
 
-        scripts = fusion.scripts_of(self.model, self.embedder)
-        return fusion.decide(fusion.evidence(self.index.conn, query, keyword), scripts, **constants)
+        profile = fusion.profile_of(ALIASES.get(self.model, self.model), self.embedder)
+        return fusion.decide(fusion.evidence(self.index.conn, query, keyword), profile, **constants)
 
 
 def semantic_factory(model: str, mode: str) -> Factory:

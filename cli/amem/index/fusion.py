@@ -14,6 +14,9 @@ makes every Chinese query worse. So each query gets its own semantic weight, fro
    more: it describes what it wants rather than names it, and the semantic ranking weighs most.
 5. otherwise `words`: a few keywords without an exact hit, a middling weight.
 
+Each model has its own weights, and for each script it reads a cap on them (`PROFILES`): a stronger model
+earns more weight, and a model weak in a script gets little there.
+
 The constants were chosen by a sweep over tests/bench/relevance.py's headings, titles and paraphrases sets of
 the Vue documentation (English and Chinese), never its held-out sets; docs/performance.md, "Fusion per query",
 has the sweep and the held-out figures.
@@ -22,31 +25,46 @@ has the sweep and the held-out figures.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from .tokenize import Query, fold, is_cjk, word_runs
 
 #: Reciprocal-rank fusion: a note at rank r of a ranking adds weight / (RRF_K + r); keywords weigh 1.
 RRF_K = 5
-#: The semantic ranking's weight for each kind of evidence, as listed in the module's docstring.
-WEIGHTS = {"script": 0.0, "phrase": 0.1, "margin": 0.2, "question": 2.0, "words": 0.3}
 #: Top keyword score / second keyword score from which keywords are sure of their answer.
 MARGIN = 1.6
 #: A query of this many words or more reads as a sentence (a Chinese word is taken as two characters).
 LONG_WORDS = 5
-#: Words that open a question (English; a Chinese question is known by its question pairs or `？`).
+#: Words that open a question (English; a Chinese question is known by its question words or `？`).
 _QUESTION = "how what why when where which who whom whose can could should would is are does do did will may might"
 QUESTION_WORDS = frozenset(_QUESTION.split())
 CJK_QUESTION = ("怎么", "怎样", "如何", "什么", "为什么", "哪", "吗", "能不能", "是否", "有没有", "？", "?")
-#: The scripts each bundled model reads: a Chinese query with a Latin-only model stays keyword-only. A
-#: model of the user's may declare its own (an embedder's `scripts` attribute).
-MODEL_SCRIPTS: dict[str, tuple[str, ...]] = {
-    "wordllama": ("latin",),
-    "static": ("latin",),
-    "static-model": ("latin", "cjk"),
-    "minilm": ("latin",),
+#: A script a model reads fully: no cap on its weight.
+FULLY = float("inf")
+
+
+class Profile(NamedTuple):
+    """How far one model's ranking may move the keyword ranking: the semantic weight for each kind of
+    evidence, and the scripts the model reads, each with the most weight it may have for a query in that
+    script (a script it does not read is left out: such a query stays keyword-only)."""
+
+    weights: dict[str, float]
+    scripts: dict[str, float]
+
+
+#: Per model, as measured (docs/performance.md, "Fusion per query"). wordllama's static vectors (`static`)
+#: are weak but real on Chinese (semantic-only MRR 0.60 on Chinese headings): a little weight there helps,
+#: more hurts. all-MiniLM-L6-v2 is trained on English and makes every Chinese set worse: Latin only.
+PROFILES: dict[str, Profile] = {
+    "wordllama": Profile(
+        {"script": 0.0, "phrase": 0.2, "margin": 0.1, "question": 0.75, "words": 0.2}, {"latin": FULLY, "cjk": 0.2}
+    ),
+    "minilm": Profile({"script": 0.0, "phrase": 0.1, "margin": 0.2, "question": 2.0, "words": 0.3}, {"latin": FULLY}),
 }
+#: A model amem does not know (a folder of the user's): a sentence model's weights, Latin only unless the
+#: model declares the scripts it reads (an embedder's `scripts`, e.g. ("latin", "cjk")).
+DEFAULT_PROFILE = PROFILES["minilm"]
 
 
 class Evidence(NamedTuple):
@@ -134,17 +152,17 @@ def evidence(conn: sqlite3.Connection, text: str, keyword: Sequence[tuple[str, f
 
 def decide(
     found: Evidence,
-    scripts: Collection[str],
+    profile: Profile,
     weights: dict[str, float] | None = None,
     margin: float | None = None,
     k: int | None = None,
     long_words: int | None = None,
 ) -> Plan:
-    """The plan for a query with evidence `found`, for a model reading `scripts` (the constants may be
-    given, for a sweep)."""
-    weights = WEIGHTS if weights is None else weights
+    """The plan for a query with evidence `found`, for a model of `profile` (its weights, or `weights`, and
+    the constants may be given, for a sweep)."""
+    weights = profile.weights if weights is None else weights
     margin = MARGIN if margin is None else margin
-    if found.script not in scripts:
+    if found.script not in profile.scripts:
         why = "script"
     elif found.phrase == "head":
         why = "phrase"
@@ -154,7 +172,8 @@ def decide(
         why = "question"
     else:
         why = "words"
-    return Plan(weights[why], RRF_K if k is None else k, why, found)
+    weight = min(weights[why], profile.scripts.get(found.script, 0.0))
+    return Plan(weight, RRF_K if k is None else k, why, found)
 
 
 def fuse(
@@ -177,9 +196,11 @@ def fuse(
     return out
 
 
-def scripts_of(model: str, embedder: object | None) -> tuple[str, ...]:
-    """The scripts a model reads: its own declaration (`scripts`), else the bundled table, else Latin."""
+def profile_of(model: str, embedder: object | None) -> Profile:
+    """The profile of `model` (a name of PROFILES, else DEFAULT_PROFILE), with the scripts the embedder
+    declares it reads (`scripts`), when it declares them, read fully."""
+    profile = PROFILES.get(model, DEFAULT_PROFILE)
     declared = getattr(embedder, "scripts", None)
     if declared:
-        return tuple(declared)
-    return MODEL_SCRIPTS.get(model, ("latin",))
+        return profile._replace(scripts=dict.fromkeys(declared, FULLY))
+    return profile

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..report import Reporter
-    from .fusion import Explained, Plan
+    from .fusion import Explained, Plan, Profile
     from .index import VaultIndex
     from .rank import Filter
 
@@ -566,7 +566,7 @@ class SearchRanker:
         status: str,
         reporter: Reporter,
         ranking: list[tuple[str, float]] | None = None,
-        scripts: tuple[str, ...] = ("latin",),
+        profile: Profile | None = None,
     ) -> None:
         self.index = index
         self.embedder = embedder
@@ -574,8 +574,8 @@ class SearchRanker:
         self.reporter = reporter
         #: the semantic ranking already made (by the vault's index keeper): fused instead of ranking here
         self.ranking = ranking
-        #: the scripts the model reads (see fusion.MODEL_SCRIPTS)
-        self.scripts = scripts
+        #: how far the model's ranking may move the keywords' (fusion.PROFILES)
+        self.profile = profile
         #: after `fuse`: the fusion chosen for the query, and each fused note's sources by rowid
         self.plan: Plan | None = None
         self.explained: dict[int, Explained] = {}
@@ -610,7 +610,8 @@ class SearchRanker:
         keyword_ids = [(id_of[doc], score) for doc, score in keyword]
         rowid.update((note_id, doc) for doc, note_id in id_of.items())
         semantic = [pair for pair in semantic if pair[0] in rowid]  # vectors of a note just removed
-        self.plan = fusion.decide(fusion.evidence(conn, query, keyword_ids), self.scripts)
+        profile = self.profile or fusion.DEFAULT_PROFILE
+        self.plan = fusion.decide(fusion.evidence(conn, query, keyword_ids), profile)
         fused = fusion.fuse(self.plan, keyword_ids, semantic if self.plan.weight > 0 else [])
         self.explained = {rowid[i]: explained for i, _, explained in fused}
         if self.plan.weight == 0:
@@ -677,7 +678,7 @@ def for_search(
 
         ranking = semantic_ranking(index, query, SearchRanker.depth, _among(index.conn, where))
         if ranking is not None:
-            return SearchRanker(index, None, "ok", reporter, ranking, _scripts(model, None))
+            return SearchRanker(index, None, "ok", reporter, ranking, _profile(model, None))
     try:
         embedder = load_embedder(model)
         conn = index.conn
@@ -695,13 +696,13 @@ def for_search(
     except SemanticError as exc:
         reporter.warn(f"{exc}; answering from keywords only")
         return SearchRanker(index, None, "error", reporter)
-    return SearchRanker(index, embedder, "ok", reporter, scripts=_scripts(model, embedder))
+    return SearchRanker(index, embedder, "ok", reporter, profile=_profile(model, embedder))
 
 
-def _scripts(model: str, embedder: Embedder | None) -> tuple[str, ...]:
-    from .fusion import scripts_of
+def _profile(model: str, embedder: Embedder | None) -> Profile:
+    from .fusion import profile_of
 
-    return scripts_of(model, embedder)
+    return profile_of(model, embedder)
 
 
 #: A note's stamp from today's index: anything that makes the index read the note again changes it.
