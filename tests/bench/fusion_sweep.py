@@ -28,17 +28,19 @@ MARGINS = (1.3, 1.6, 2.0, 3.0, float("inf"))
 KS = (5, 10)
 
 
-def collect(corpus: str, model: str) -> list[dict[str, Any]]:
-    """Per tuning query: its set, relevant ids, keyword and semantic rankings, evidence."""
+def collect(corpus: str, model: str, keep: Path | None = None) -> list[dict[str, Any]]:
+    """Per query of the tuning and held-out sets: its set, relevant ids, keyword and semantic rankings,
+    evidence. With `keep`, the vault copy and its index (vectors too) stay there for the next run."""
     root = relevance.CORPORA / corpus
     notes = relevance.corpus_notes(root)
     out = []
     with tempfile.TemporaryDirectory(prefix="amem-sweep-") as tmp:
-        vault = relevance.make_vault(root, Path(tmp))
-        scratch = Path(tmp) / "scratch"
-        scratch.mkdir()
+        base = Path(tmp) if keep is None else keep / corpus
+        vault = base / "vault" if (base / "vault").is_dir() else relevance.make_vault(root, base)
+        scratch = base / f"scratch-{model}"
+        scratch.mkdir(parents=True, exist_ok=True)
         bench = relevance.SemanticBench(vault, scratch, model)
-        for name in TUNING_SETS:
+        for name in (*TUNING_SETS, "heldout"):
             for query in relevance.load_queries(corpus, name, notes) or []:
                 words = bench.keyword(query["query"])
                 plan = bench.plan(query["query"], words)
@@ -81,7 +83,7 @@ def gather(corpora: list[str], model: str, cache: Path | None) -> list[dict[str,
             return list(pickle.load(handle))
     queries = []
     for corpus in corpora:
-        for query in collect(corpus, model):
+        for query in collect(corpus, model, None if cache is None else cache.parent):
             query["corpus"] = corpus
             queries.append(query)
     if cache is not None:
@@ -90,11 +92,51 @@ def gather(corpora: list[str], model: str, cache: Path | None) -> list[dict[str,
     return queries
 
 
+def sets_of(queries: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted({(q["corpus"], q["set"]) for q in queries})
+
+
+def report(queries: list[dict[str, Any]], sets: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Per set, held-out included: MRR@10 of keywords alone, the model alone, the per-query fusion (with
+    recall@1 / recall@5) and the constant fusion it replaced (k = 5, 0.2), as relevance.py's amem,
+    semantic:, fused: and rrf: rankers give them."""
+    from amem.index import fusion
+
+    rows = []
+    for ranker in ("keyword", "semantic", "fused", "rrf"):
+        sums: dict[tuple[str, str], list[float]] = {s: [0.0, 0.0, 0.0, 0.0] for s in sets}
+        for q in queries:
+            if ranker == "keyword":
+                ranked = [note_id for note_id, _ in q["keyword"]]
+            elif ranker == "semantic":
+                ranked = [note_id for note_id, _ in q["semantic"]]
+            else:
+                plan = q["plan"] if ranker == "fused" else q["plan"]._replace(weight=0.2, k=5)
+                plan = fusion.decide(plan.evidence, q["profile"]) if ranker == "fused" else plan
+                ranked = [note_id for note_id, _, _ in fusion.fuse(plan, q["keyword"], q["semantic"])]
+            cell = sums[(q["corpus"], q["set"])]
+            for i, value in enumerate(relevance.score(ranked, q["relevant"])):
+                cell[i] += value
+            cell[3] += 1
+        for (corpus, name), (rr, r1, r5, n) in sums.items():
+            rows.append(
+                {
+                    "report": ranker,
+                    "set": f"{corpus}.{name}",
+                    "mrr@10": round(rr / n, 4),
+                    "recall@1": round(r1 / n, 4),
+                    "recall@5": round(r5 / n, 4),
+                }
+            )
+    return rows
+
+
 def sweep(corpora: list[str], model: str, cache: Path | None = None) -> dict[str, Any]:
     from amem.index import fusion, semantic
 
-    queries = gather(corpora, model, cache)
-    for query in queries:
+    everything = gather(corpora, model, cache)
+    queries = [query for query in everything if query["set"] in TUNING_SETS]  # never tuned on the held-out
+    for query in everything:
         query["profile"] = fusion.profile_of(semantic.ALIASES.get(model, model), None)
     # rr[i][(k, w)]: each query's reciprocal rank at every candidate weight (and cap) and k
     weights = sorted({*CANDIDATES, *(cap for q in queries for cap in q["profile"].scripts.values() if cap < 1e9)})
@@ -125,6 +167,7 @@ def sweep(corpora: list[str], model: str, cache: Path | None = None) -> dict[str
         rows.append({"vary": "k", "value": k, **table(chosen, fusion.MARGIN, k)})
     for w in CANDIDATES:  # the constant fusion it replaces: one weight for every query
         rows.append({"vary": "constant", "value": w, **table(dict.fromkeys(chosen, w), fusion.MARGIN, fusion.RRF_K)})
+    rows += report(everything, sets_of(everything))
     counts: dict[str, int] = {}
     for q in queries:
         label = f"{q['corpus']}.{q['set']}.{kind(q, fusion.MARGIN, chosen)[0]}"
@@ -143,11 +186,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(found, indent=1))
         return
-    rows = found["rows"]
+    rows = [row for row in found["rows"] if "vary" in row]
     columns = list(rows[0])
     print("  ".join(c.replace("vue-docs-", "") for c in columns))
     for row in rows:
         print("  ".join(str(row[c]) for c in columns))
+    for row in found["rows"]:
+        if "report" in row:
+            print(row["report"], row["set"], row["mrr@10"], row["recall@1"], row["recall@5"])
     print(json.dumps(found["kinds"], indent=1))
 
 

@@ -21,7 +21,10 @@ MRR@10, recall@1 and recall@5 per corpus, set and ranker, and `--json` prints th
 Rankers: `amem` calls the public `amem.index.search.search()` on the vault (so it follows whatever engine
 stands behind it), `amem-cli` runs the installed `amem search` per query (slow, whole process), and `fts5`
 is stdlib sqlite3 FTS5 `bm25()` over id, title and body, with Chinese, Japanese and Korean text pre-split
-into single characters and bigrams. More rankers register through `RANKERS`.
+into single characters and bigrams. Per model (`static`, `minilm`; also the loaders' own names):
+`semantic:MODEL` ranks by the model alone, `fused:MODEL` fuses it with amem's keyword ranking per query
+as search() does (amem.index.fusion), and `rrf:MODEL` at one constant weight for every query (--rrf-k,
+--semantic-weight; default amem's former constants, k = 5 and 0.2). More rankers register through `RANKERS`.
 """
 
 from __future__ import annotations

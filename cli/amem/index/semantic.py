@@ -7,7 +7,7 @@ keyed by note id and version: a note whose version changed is embedded again, a 
 and since embedding is a pure function of the note's text the table always equals a fresh rebuild. A note
 scores by its best chunk (cosine similarity with the query); the semantic ranking is then fused with the
 keyword ranking by weighted reciprocal-rank fusion: a note's fused score is the sum over the two rankings
-of weight / (RRF_K + rank).
+of weight / (k + rank), the semantic weight chosen per query from the query's own evidence (`fusion`).
 
 Nothing here is imported unless a search asks for semantic ranking, and numpy and the model only once a
 model is loaded.
@@ -33,12 +33,10 @@ if TYPE_CHECKING:
     from .index import VaultIndex
     from .rank import Filter
 
-#: Reciprocal-rank fusion: a hit at rank r of a ranking adds weight / (RRF_K + r). Measured on the Vue
-#: documentation in English and Chinese (tests/bench/relevance.py) over the FTS5 keyword ranking: the
-#: textbook k = 60 (even with the semantic ranking at half weight) pushes exact title and heading matches down
-#: (Chinese headings MRR 0.88 → 0.85); k = 5 with the semantic ranking at 0.2 keeps every heading and
-#: title query set at least as good as keywords alone and still gains on English paraphrased questions.
-#: Larger semantic weights gain more on paraphrases (0.48 → 0.51 at k = 10, 0.3) but cost Chinese headings.
+#: The constant fusion that the per-query one (`fusion`) replaced, kept as the reference the bench measures
+#: it against (tests/bench/relevance.py `rrf:` rankers): a hit at rank r of a ranking adds weight / (RRF_K +
+#: r). The textbook k = 60 pushes exact title and heading matches down (Chinese headings MRR 0.88 → 0.85);
+#: k = 5 with the semantic ranking at 0.2 was the one constant setting that cost no set, and gained little.
 RRF_K = 5
 KEYWORD_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 0.2
