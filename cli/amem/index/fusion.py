@@ -60,7 +60,7 @@ PROFILES: dict[str, Profile] = {
     "wordllama": Profile(
         {"script": 0.0, "phrase": 0.2, "margin": 0.1, "question": 0.75, "words": 0.2}, {"latin": FULLY, "cjk": 0.2}
     ),
-    "minilm": Profile({"script": 0.0, "phrase": 0.1, "margin": 0.2, "question": 2.0, "words": 0.3}, {"latin": FULLY}),
+    "minilm": Profile({"script": 0.0, "phrase": 0.1, "margin": 0.5, "question": 2.0, "words": 0.5}, {"latin": FULLY}),
 }
 #: A model amem does not know (a folder of the user's): a sentence model's weights, Latin only unless the
 #: model declares the scripts it reads (an embedder's `scripts`, e.g. ("latin", "cjk")).
