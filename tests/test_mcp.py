@@ -28,7 +28,7 @@ from tests.installed import amem_bin
 TOOLS = {
     "memory_runtime_info": {"expectedCwd", "expectedVaultRoot", "expectedModuleRoot", "expectedProfile"},
     "wiki_read": {"id", "depth", "maxChars"},
-    "wiki_search": {"query", "exactTitle", "maxResults", "tags", "folder"},
+    "wiki_search": {"query", "exactTitle", "maxResults", "tags", "folder", "explain"},
     "wiki_list": {"folder", "tags", "sort", "maxResults", "since"},
     "wiki_write": {"id", "content", "mode", "baseVersion", "requireExisting"},
     "wiki_edit": {"id", "find", "replace", "all", "section", "content", "prepend", "baseVersion"},

@@ -159,6 +159,7 @@ def wiki_search(
         Field(description="Only notes with every one of these tags."),
     ] = None,
     folder: Folder = None,
+    explain: Annotated[bool, Field(description="Say per hit where its rank came from.")] = False,
 ) -> SearchResult:
     """Search the vault's notes by title, id and body keywords, ranked by relevance.
 
@@ -167,7 +168,14 @@ def wiki_search(
     from .index.search import search
 
     return search(
-        config, query, limit=maxResults, exact_title=exactTitle, tags=tags or (), folder=folder, reporter=_reporter()
+        config,
+        query,
+        limit=maxResults,
+        exact_title=exactTitle,
+        tags=tags or (),
+        folder=folder,
+        explain=explain,
+        reporter=_reporter(),
     )
 
 

@@ -69,6 +69,15 @@ class ReadResult(TypedDict):
 # --- search and list -----------------------------------------------------------------------------------
 
 
+#: With explain: the hit's keyword score and rank, its semantic similarity and rank (null: not in that ranking).
+#: (Comments, not docstrings: a docstring would go into the MCP schema, and cost every model's context.)
+class HitExplain(TypedDict):
+    keywordScore: float | None
+    keywordRank: int | None
+    similarity: float | None
+    semanticRank: int | None
+
+
 class SearchHit(TypedDict):
     id: str
     title: str
@@ -76,6 +85,22 @@ class SearchHit(TypedDict):
     backlinks: list[str]
     expired: bool
     snippet: str
+    explain: NotRequired[HitExplain]
+
+
+#: With explain: the semantic ranking's weight for this query (keywords weigh 1; 0: keywords alone), the RRF
+#: constant, and why: script, phrase, margin, question or words (amem.index.fusion), or when nothing was
+#: fused off, unavailable, error or exactTitle; then the evidence.
+class Fusion(TypedDict):
+    weight: float
+    k: int
+    why: str
+    script: str
+    #: where the top keyword hit holds the query as a phrase: head (id, title, heading), body
+    phrase: str | None
+    #: top keyword score / second's
+    margin: float | None
+    question: bool
 
 
 class SearchResult(TypedDict):
@@ -87,6 +112,7 @@ class SearchResult(TypedDict):
     semantic: str
     #: with semantic ranking: the share of the notes (0..1) whose vectors are up to date
     semanticCoverage: NotRequired[float]
+    fusion: NotRequired[Fusion]
 
 
 class ListedNote(TypedDict):

@@ -11,6 +11,8 @@ sets live in tests/bench/queries/ as JSON lines `{"query": …, "relevant": [not
   page that holds it; headings found on more than one page are dropped as generic.
 - `titles`: every page title (the first `# ` heading), when no other page has the same title.
 - `paraphrases`: hand-written questions whose answer is a given page, in other words than its headings.
+- `heldout`: 30 more hand-written questions per language, written before the per-query fusion was tuned and
+  never tuned on: the fair test of a ranking chosen on the sets above.
 
 `--write-queries` derives the headings and titles sets from the corpus again (the paraphrases are written
 by hand and never regenerated). Each ranker is a function query → note ids, best first; the table gives
@@ -19,7 +21,10 @@ MRR@10, recall@1 and recall@5 per corpus, set and ranker, and `--json` prints th
 Rankers: `amem` calls the public `amem.index.search.search()` on the vault (so it follows whatever engine
 stands behind it), `amem-cli` runs the installed `amem search` per query (slow, whole process), and `fts5`
 is stdlib sqlite3 FTS5 `bm25()` over id, title and body, with Chinese, Japanese and Korean text pre-split
-into single characters and bigrams. More rankers register through `RANKERS`.
+into single characters and bigrams. Per model (`static`, `minilm`; also the loaders' own names):
+`semantic:MODEL` ranks by the model alone, `fused:MODEL` fuses it with amem's keyword ranking per query
+as search() does (amem.index.fusion), and `rrf:MODEL` at one constant weight for every query (--rrf-k,
+--semantic-weight; default amem's former constants, k = 5 and 0.2). More rankers register through `RANKERS`.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 QUERIES = HERE / "queries"
 CORPORA = Path(os.environ.get("AMEM_CORPORA", "/work/shared/corpora"))
-SETS = ("headings", "titles", "paraphrases")
+SETS = ("headings", "titles", "paraphrases", "heldout")
 DEPTH = 10  # MRR@10: a relevant note below rank 10 scores 0
 
 #: A ranker answers one query with note ids, best first (at least DEPTH of them when it can).
@@ -258,50 +263,89 @@ def amem_semantic(vault: Path, scratch: Path) -> Ranker:
     return search_ranker(amem_config(vault, scratch), semantic=True)
 
 
-def semantic_factory(model: str, mode: str) -> Factory:
-    """A ranker over one embedding model: `semantic` alone, or `fused` with amem's keyword ranking by the
-    same weighted reciprocal-rank fusion search() uses, with FUSION's constant and semantic weight."""
+#: Model names as a user's config gives them (`semantic.model`), and the loader's name for each in an amem
+#: that has no such config key yet.
+MODEL_ALIASES = {"static": "wordllama"}
 
-    def factory(vault: Path, scratch: Path) -> Ranker:
+
+def load_model(model: str) -> Any:
+    """The embedder for `model`, by the user's name where amem knows it, else by the loader's own."""
+    from amem.index import semantic
+
+    known = getattr(semantic, "MODELS", {})
+    return semantic.load_embedder(model if model in known or model not in MODEL_ALIASES else MODEL_ALIASES[model])
+
+
+class SemanticBench:
+    """One vault's keyword index and semantic vectors of one model, for the rankers built on them."""
+
+    def __init__(self, vault: Path, scratch: Path, model: str) -> None:
         from amem.index import semantic
         from amem.index.index import VaultIndex
         from amem.report import Reporter
 
-        config = amem_config(vault, scratch)
-        index = VaultIndex(config)
-        index.refresh()
-        embedder = semantic.load_embedder(model)
+        self.config = amem_config(vault, scratch)
+        self.index = VaultIndex(self.config)
+        self.index.refresh()
+        self.model = model
+        self.embedder = load_model(model)
         semantic.sync(
-            index.conn,
-            embedder,
-            semantic.index_stamps(index.conn),
-            semantic.note_reader(config, index.conn),
+            self.index.conn,
+            self.embedder,
+            semantic.index_stamps(self.index.conn),
+            semantic.note_reader(self.config, self.index.conn),
             Reporter(),
         )
 
+    def semantic(self, query: str) -> list[tuple[str, float]]:
+        from amem.index import semantic
+
+        return semantic.rank(self.index.conn, self.embedder, query)
+
+    def keyword(self, query: str) -> list[tuple[str, float | None]]:
+        """amem's keyword ranking (note id, score) as deep as fusion takes it."""
+        from amem.index.search import search
+        from amem.index.semantic import FUSION_DEPTH
+
+        hits = search(self.config, query, limit=FUSION_DEPTH, semantic=False)["hits"]
+        return [(hit["id"], hit["score"]) for hit in hits]
+
+    def plan(self, query: str, keyword: list[tuple[str, float | None]], **constants: Any) -> Any:
+        """The fusion search() would choose for `query` (with other constants, for a sweep)."""
+        from amem.index import fusion
+        from amem.index.semantic import ALIASES
+
+        profile = fusion.profile_of(ALIASES.get(self.model, self.model), self.embedder)
+        return fusion.decide(fusion.evidence(self.index.conn, query, keyword), profile, **constants)
+
+
+def semantic_factory(model: str, mode: str) -> Factory:
+    """A ranker over one embedding model: `semantic` alone; `fused` with amem's keyword ranking by the
+    per-query fusion search() uses (amem.index.fusion); or `rrf`, the same fusion at one constant weight for
+    every query (FUSION's k and weight: --rrf-k, --semantic-weight), the reference it replaced."""
+
+    def factory(vault: Path, scratch: Path) -> Ranker:
+        from amem.index import fusion
+
+        bench = SemanticBench(vault, scratch, model)
+
         def rank(query: str) -> list[str]:
-            found = [note_id for note_id, _ in semantic.rank(index.conn, embedder, query)]
+            found = bench.semantic(query)
             if mode == "semantic":
-                return found[:DEPTH]
-            words = keyword_deep(config, query)
-            weights = [semantic.KEYWORD_WEIGHT, FUSION["weight"]]
-            return [note_id for note_id, _ in semantic.fuse([words, found], weights, int(FUSION["k"]))][:DEPTH]
+                return [note_id for note_id, _ in found[:DEPTH]]
+            words = bench.keyword(query)
+            plan = bench.plan(query, words)
+            if mode == "rrf":
+                plan = plan._replace(weight=FUSION["weight"], k=int(FUSION["k"]))
+            return [note_id for note_id, _, _ in fusion.fuse(plan, words, found)][:DEPTH]
 
         return rank
 
     return factory
 
 
-def keyword_deep(config: Any, query: str) -> list[str]:
-    """amem's keyword ranking as deep as fusion takes it."""
-    from amem.index.search import search
-    from amem.index.semantic import FUSION_DEPTH
-
-    return [hit["id"] for hit in search(config, query, limit=FUSION_DEPTH, semantic=False)["hits"]]
-
-
-#: The fusion constant and semantic weight of the `fused:` rankers (--rrf-k, --semantic-weight).
-FUSION: dict[str, float] = {"k": 10, "weight": 0.4}
+#: The fusion constant and semantic weight of the `rrf:` rankers (--rrf-k, --semantic-weight).
+FUSION: dict[str, float] = {"k": 5, "weight": 0.2}
 
 RANKERS: dict[str, Factory] = {
     "amem": amem_library,
@@ -309,9 +353,9 @@ RANKERS: dict[str, Factory] = {
     "fts5": fts5_baseline,
     "amem-semantic": amem_semantic,
 }
-for _model in ("wordllama", "static-model"):
-    RANKERS[f"semantic:{_model}"] = semantic_factory(_model, "semantic")
-    RANKERS[f"fused:{_model}"] = semantic_factory(_model, "fused")
+for _model in ("static", "minilm", "wordllama", "static-model"):
+    for _mode in ("semantic", "fused", "rrf"):
+        RANKERS[f"{_mode}:{_model}"] = semantic_factory(_model, _mode)
 
 
 # --- measuring -------------------------------------------------------------------------------------------

@@ -43,6 +43,12 @@ from . import Command, keeper_answered
     help="Fuse the keyword ranking with the offline semantic ranking (needs the semantic extra); "
     "default: the config's semantic.",
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Add to each hit its keyword score and rank and its semantic similarity and rank, and to the result "
+    "the fusion weight chosen for this query and why.",
+)
 @pass_app
 def command(
     app: AppContext,
@@ -52,13 +58,15 @@ def command(
     tags: tuple[str, ...],
     folder: str | None,
     semantic: bool | None,
+    explain: bool,
 ) -> None:
     """Search the vault for QUERY: words are OR-matched, prefixes match longer words, inflections meet
     (files, file), stop words are ignored beside other words, and Chinese, Japanese and Korean need no
     spaces; hits are ranked by BM25 with title, phrase and link boosts, fused with an offline semantic
     ranking when --semantic (or the config's semantic) asks for it. Filters count before `total`.
 
-    Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic}.
+    Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic};
+    with --explain each hit also has `explain` and the result `fusion`.
     """
     from ..errors import UsageError
 
@@ -66,9 +74,27 @@ def command(
     if text is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
     config = app.configure({"semantic": semantic})
-    asked = {"query": text, "limit": limit, "exactTitle": exact_title, "tags": list(tags), "folder": folder}
+    asked = {
+        "query": text,
+        "limit": limit,
+        "exactTitle": exact_title,
+        "tags": list(tags),
+        "folder": folder,
+        "explain": explain,
+    }
     if keeper_answered(app, config, "search", asked):
         return
     from ..index.search import search
 
-    emit(search(config, text, limit=limit, exact_title=exact_title, tags=tags, folder=folder, reporter=app.reporter))
+    emit(
+        search(
+            config,
+            text,
+            limit=limit,
+            exact_title=exact_title,
+            tags=tags,
+            folder=folder,
+            explain=explain,
+            reporter=app.reporter,
+        )
+    )

@@ -55,10 +55,12 @@ ACK = b"ok\n"
 
 
 def answer_settings(config: Config) -> str:
-    """What an answer depends on that only the keeper's own config can be trusted with: the real vault
-    and what its index holds. A keeper answers only requests of its own settings."""
+    """What an answer depends on that only the keeper's own config can be trusted with: the real vault,
+    what its index holds, and the semantic model its vectors are of. A keeper answers only requests of its
+    own settings."""
     c = config
-    return json.dumps([os.path.realpath(c.vault_root), list(c.extensions), list(c.exclude_dirs), c.index_hidden_dirs])
+    vault = os.path.realpath(c.vault_root)
+    return json.dumps([vault, list(c.extensions), list(c.exclude_dirs), c.index_hidden_dirs, c.semantic_model])
 
 
 def config_view(config: Config) -> dict[str, Any]:

@@ -59,14 +59,16 @@ def search(
     tags: Sequence[str] = (),
     folder: str | None = None,
     semantic: bool | None = None,
+    explain: bool = False,
     reporter: Reporter | None = None,
 ) -> SearchResult:
     """Bring the index up to date and answer one search: {hits, total, truncated, fused, semantic}.
 
     With `exact_title`, every note whose folded title equals it, by id, unranked; `query` then only
     steers the snippets. `semantic` (default: the config's `semantic`) fuses the keyword ranking with the
-    semantic one; `exact_title` never does. Notes that could not be indexed are reported to `reporter`,
-    once each."""
+    semantic one; `exact_title` never does. `explain` adds to each hit where its rank came from and to the
+    result the fusion chosen for the query (see `explain`). Notes that could not be indexed are reported
+    to `reporter`, once each."""
     from ..errors import UsageError
     from .index import VaultIndex
 
@@ -82,7 +84,7 @@ def search(
     try:
         # Damage the refresh does not touch (it reads only the notes table when nothing changed) shows
         # while ranking: the whole search is repaired and run again, not just the refresh.
-        return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter))
+        return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter, explain))
     finally:
         index.close()
 
@@ -95,6 +97,7 @@ def _search(
     where: Filter,
     fuse: bool,
     reporter: Reporter,
+    explain: bool = False,
 ) -> SearchResult:
     stats = index.refresh()
     for message in stats.warnings:
@@ -103,6 +106,7 @@ def _search(
     conn = index.conn
     parsed = Query(query or "")
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
+    keyword: list[tuple[int, float | None]] = []
     try:
         if exact_title is not None:
             clause, params = where.clause("rowid")
@@ -115,23 +119,28 @@ def _search(
         else:
             ranker = Ranker(conn, parsed, where)
             ranked = list(ranker.rank(max(limit, semantic.depth) if semantic and semantic.fused else limit))
+            keyword = ranked
             total = ranker.total()
             if semantic is not None:
                 ranked, total = semantic.fuse(query or "", ranked, total, where)
             ranked = ranked[:limit]
         hits = [_hit(index, doc, score, parsed) for doc, score in ranked]
+        fused, status = (semantic.fused, semantic.status) if semantic else (False, "unavailable")
+        result: SearchResult = {
+            "hits": hits,
+            "total": total,
+            "truncated": total > len(hits),
+            "fused": fused,
+            "semantic": status,
+        }
+        if semantic is not None and semantic.coverage is not None and semantic.fused:
+            result["semanticCoverage"] = semantic.coverage
+        if explain:
+            from .explain import add_explanations
+
+            add_explanations(conn, result, [doc for doc, _ in ranked], keyword, semantic, query, exact_title)
     finally:
         conn.execute("COMMIT")
-    fused, status = (semantic.fused, semantic.status) if semantic else (False, "unavailable")
-    result: SearchResult = {
-        "hits": hits,
-        "total": total,
-        "truncated": total > len(hits),
-        "fused": fused,
-        "semantic": status,
-    }
-    if semantic is not None and semantic.coverage is not None and semantic.fused:
-        result["semanticCoverage"] = semantic.coverage
     return result
 
 

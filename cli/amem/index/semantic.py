@@ -7,7 +7,7 @@ keyed by note id and version: a note whose version changed is embedded again, a 
 and since embedding is a pure function of the note's text the table always equals a fresh rebuild. A note
 scores by its best chunk (cosine similarity with the query); the semantic ranking is then fused with the
 keyword ranking by weighted reciprocal-rank fusion: a note's fused score is the sum over the two rankings
-of weight / (RRF_K + rank).
+of weight / (k + rank), the semantic weight chosen per query from the query's own evidence (`fusion`).
 
 Nothing here is imported unless a search asks for semantic ranking, and numpy and the model only once a
 model is loaded.
@@ -31,15 +31,14 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..report import Reporter
+    from .fusion import Explained, Plan, Profile
     from .index import VaultIndex
     from .rank import Filter
 
-#: Reciprocal-rank fusion: a hit at rank r of a ranking adds weight / (RRF_K + r). Measured on the Vue
-#: documentation in English and Chinese (tests/bench/relevance.py) over the FTS5 keyword ranking: the
-#: textbook k = 60 (even with the semantic ranking at half weight) pushes exact title and heading matches down
-#: (Chinese headings MRR 0.88 → 0.85); k = 5 with the semantic ranking at 0.2 keeps every heading and
-#: title query set at least as good as keywords alone and still gains on English paraphrased questions.
-#: Larger semantic weights gain more on paraphrases (0.48 → 0.51 at k = 10, 0.3) but cost Chinese headings.
+#: The constant fusion that the per-query one (`fusion`) replaced, kept as the reference the bench measures
+#: it against (tests/bench/relevance.py `rrf:` rankers): a hit at rank r of a ranking adds weight / (RRF_K +
+#: r). The textbook k = 60 pushes exact title and heading matches down (Chinese headings MRR 0.88 → 0.85);
+#: k = 5 with the semantic ranking at 0.2 was the one constant setting that cost no set, and gained little.
 RRF_K = 5
 KEYWORD_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 0.2
@@ -583,6 +582,7 @@ class SearchRanker:
         reporter: Reporter,
         ranking: list[tuple[str, float]] | None = None,
         coverage: float | None = None,
+        profile: Profile | None = None,
     ) -> None:
         self.index = index
         self.embedder = embedder
@@ -592,6 +592,11 @@ class SearchRanker:
         self.ranking = ranking
         #: the share of the notes whose vectors are up to date (the result's semanticCoverage), when ranking
         self.coverage = coverage
+        #: how far the model's ranking may move the keywords' (fusion.PROFILES)
+        self.profile = profile
+        #: after `fuse`: the fusion chosen for the query, and each fused note's sources by rowid
+        self.plan: Plan | None = None
+        self.explained: dict[int, Explained] = {}
 
     @classmethod
     def covering(
@@ -601,6 +606,7 @@ class SearchRanker:
         reporter: Reporter,
         coverage: float,
         ranking: list[tuple[str, float]] | None = None,
+        profile: Profile | None = None,
     ) -> SearchRanker:
         """A ranker over vectors that may cover only part of the vault: "partial" (with a warning) until
         they cover all of it, then "ok"."""
@@ -610,7 +616,7 @@ class SearchRanker:
                 " (`amem index` or a running `amem index --watch` embeds the rest)"
             )
         status = "ok" if coverage >= 1 else "partial"
-        return cls(index, embedder, status, reporter, ranking, coverage)
+        return cls(index, embedder, status, reporter, ranking, coverage, profile)
 
     @property
     def fused(self) -> bool:
@@ -620,37 +626,44 @@ class SearchRanker:
         self, query: str, keyword: Sequence[tuple[int, float | None]], total: int, where: Filter | None = None
     ) -> tuple[list[tuple[int, float | None]], int]:
         """(rowid, fused score) best first, and the total: the keyword matches and the notes only the
-        semantic ranking found, both within `where` (the search's tag and folder filters). The keyword
-        ranking as it is when the model failed."""
+        semantic ranking found, both within `where` (the search's tag and folder filters), fused with the
+        weight this query's evidence gives (`fusion`; the plan and each hit's sources are kept in `plan` and
+        `explained`). The keyword ranking as it is when the model failed."""
         conn = self.index.conn
         if self.ranking is not None:
-            semantic = [note_id for note_id, _ in self.ranking]
+            semantic = self.ranking
         elif self.embedder is None:
             return list(keyword), total
         else:
             semantic = self._rank(query, where)
             if self.embedder is None:
                 return list(keyword), total
+        from . import fusion
         from .sql import select_in
 
         docs = [doc for doc, _ in keyword]
-        rowid = dict(select_in(conn, "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})", semantic))
+        live = "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})"
+        rowid = dict(select_in(conn, live, [note_id for note_id, _ in semantic]))
         id_of = dict(select_in(conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", docs))
-        keyword_ids = [id_of[doc] for doc in docs]
+        keyword_ids = [(id_of[doc], score) for doc, score in keyword]
         rowid.update((note_id, doc) for doc, note_id in id_of.items())
-        semantic = [note_id for note_id in semantic if note_id in rowid]  # vectors of a note just removed
-        fused = fuse([keyword_ids, semantic], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT])
-        return [(rowid[i], round(score, 6)) for i, score in fused], total + self._unmatched(
-            query, keyword_ids, semantic
-        )
+        semantic = [pair for pair in semantic if pair[0] in rowid]  # vectors of a note just removed
+        profile = self.profile or fusion.DEFAULT_PROFILE
+        self.plan = fusion.decide(fusion.evidence(conn, query, keyword_ids), profile)
+        fused = fusion.fuse(self.plan, keyword_ids, semantic if self.plan.weight > 0 else [])
+        self.explained = {rowid[i]: explained for i, _, explained in fused}
+        if self.plan.weight == 0:
+            return [(rowid[i], score) for i, score, _ in fused], total
+        unmatched = self._unmatched(query, [i for i, _ in keyword_ids], [i for i, _ in semantic])
+        return [(rowid[i], score) for i, score, _ in fused], total + unmatched
 
-    def _rank(self, query: str, where: Filter | None) -> list[str]:
+    def _rank(self, query: str, where: Filter | None) -> list[tuple[str, float]]:
         """The semantic ranking in this process, within `where`; [] with the model dropped (status
         "error") when it fails at query time."""
         assert self.embedder is not None
         conn = self.index.conn
         try:
-            return [note_id for note_id, _ in rank(conn, self.embedder, query, among=_among(conn, where))]
+            return rank(conn, self.embedder, query, among=_among(conn, where))
         except sqlite3.DatabaseError:
             raise  # the index's own damage: the search repairs it and runs again
         except Exception as exc:  # a model misbehaving at query time must not cost the keyword answer
@@ -705,13 +718,15 @@ def for_search(
         if ranking is not None:
             # a static model's keeper brought every vector up to date before it ranked
             share = 1.0 if model in INLINE_MODELS else stored_coverage(index.conn)
-            return SearchRanker.covering(index, None, reporter, share, ranking)
+            return SearchRanker.covering(index, None, reporter, share, ranking, _profile(model, None))
     try:
         embedder = load_embedder(model)
         conn = index.conn
         _prepare(conn, embedder)
         if not embedder.inline:  # embedded in the background: rank what is there, embed only the query
-            return SearchRanker.covering(index, embedder, reporter, coverage(conn, embedder.name))
+            return SearchRanker.covering(
+                index, embedder, reporter, coverage(conn, embedder.name), profile=_profile(model, embedder)
+            )
         fingerprint = index_fingerprint(conn)
         synced = conn.execute("SELECT value FROM semantic_meta WHERE key = 'synced'").fetchone()
         if fingerprint is None or synced is None or synced[0] != fingerprint:
@@ -725,7 +740,13 @@ def for_search(
     except SemanticError as exc:
         reporter.warn(f"{exc}; answering from keywords only")
         return SearchRanker(index, None, "error", reporter)
-    return SearchRanker(index, embedder, "ok", reporter, coverage=1.0)
+    return SearchRanker(index, embedder, "ok", reporter, coverage=1.0, profile=_profile(model, embedder))
+
+
+def _profile(model: str, embedder: Embedder | None) -> Profile:
+    from .fusion import profile_of
+
+    return profile_of(model, embedder)
 
 
 def index_stamps(conn: sqlite3.Connection) -> list[tuple[str, str]]:

@@ -39,6 +39,7 @@ _ARGS: dict[str, dict[str, tuple[type, ...]]] = {
         "exactTitle": _OPTIONAL_TEXT,
         "tags": (list,),
         "folder": _OPTIONAL_TEXT,
+        "explain": (bool,),
     },
     "read": {"id": (str,), "depth": _OPTIONAL_NUMBER, "maxChars": _OPTIONAL_NUMBER},
     "list": {
@@ -153,6 +154,7 @@ def _search(config: Config, args: dict[str, Any], reporter: CollectingReporter) 
         exact_title=args["exactTitle"],
         tags=tuple(args["tags"]),
         folder=args["folder"],
+        explain=args["explain"],
         reporter=reporter,
     )
 

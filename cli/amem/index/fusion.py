@@ -1,0 +1,206 @@
+"""How much the semantic ranking may move the keyword ranking, decided per query from what the query itself
+shows, and the weighted reciprocal-rank fusion that applies it.
+
+A constant weight cannot serve both kinds of query: a weight that lifts paraphrased questions (whose words
+are not the page's) pushes down exact title and heading matches, and a model that reads only Latin script
+makes every Chinese query worse. So each query gets its own semantic weight, from its evidence, in this order:
+
+1. `script`: the query is mostly Chinese, Japanese or Korean and the model does not read that script: the
+   semantic ranking is left out (weight 0), the keyword ranking stands.
+2. `phrase`: the keyword ranking's top hit holds the whole query as a phrase in its id, title or a heading
+   (the phrase bonus fired for it): the user named the page, the semantic ranking barely moves it.
+3. `margin`: the top keyword score is at least MARGIN times the second's: keywords are sure of their answer.
+4. `question`: the query is a question (a question word first, a `?`) or a sentence of LONG_WORDS words or
+   more: it describes what it wants rather than names it, and the semantic ranking weighs most.
+5. otherwise `words`: a few keywords without an exact hit, a middling weight.
+
+Each model has its own weights, and for each script it reads a cap on them (`PROFILES`): a stronger model
+earns more weight, and a model weak in a script gets little there.
+
+The constants were chosen by a sweep over tests/bench/relevance.py's headings, titles and paraphrases sets of
+the Vue documentation (English and Chinese), never its held-out sets; docs/performance.md, "Fusion per query",
+has the sweep and the held-out figures.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .tokenize import Query, fold, is_cjk, word_runs
+
+#: Reciprocal-rank fusion: a note at rank r of a ranking adds weight / (RRF_K + r); keywords weigh 1.
+RRF_K = 5
+#: Top keyword score / second keyword score from which keywords are sure of their answer.
+MARGIN = 1.6
+#: A query of this many words or more reads as a sentence (a Chinese word is taken as two characters).
+LONG_WORDS = 5
+#: Words that open a question (English; a Chinese question is known by its question words or `？`).
+_QUESTION = "how what why when where which who whom whose can could should would is are does do did will may might"
+QUESTION_WORDS = frozenset(_QUESTION.split())
+CJK_QUESTION = ("怎么", "怎样", "如何", "什么", "为什么", "哪", "吗", "能不能", "是否", "有没有", "？", "?")
+#: A script a model reads fully: no cap on its weight.
+FULLY = float("inf")
+
+
+class Profile(NamedTuple):
+    """How far one model's ranking may move the keyword ranking: the semantic weight for each kind of
+    evidence, and the scripts the model reads, each with the most weight it may have for a query in that
+    script (a script it does not read is left out: such a query stays keyword-only)."""
+
+    weights: dict[str, float]
+    scripts: dict[str, float]
+
+
+#: Per model, as measured (docs/performance.md, "Fusion per query"). wordllama's static vectors (`static`)
+#: are weak but real on Chinese (semantic-only MRR 0.60 on Chinese headings): a little weight there helps,
+#: more hurts. all-MiniLM-L6-v2 is trained on English and makes every Chinese set worse: Latin only.
+PROFILES: dict[str, Profile] = {
+    "wordllama": Profile(
+        {"script": 0.0, "phrase": 0.2, "margin": 0.1, "question": 0.75, "words": 0.2}, {"latin": FULLY, "cjk": 0.2}
+    ),
+    "minilm": Profile({"script": 0.0, "phrase": 0.1, "margin": 0.5, "question": 2.0, "words": 0.5}, {"latin": FULLY}),
+}
+#: A model amem does not know (a folder of the user's): a sentence model's weights, Latin only unless the
+#: model declares the scripts it reads (an embedder's `scripts`, e.g. ("latin", "cjk")).
+DEFAULT_PROFILE = PROFILES["minilm"]
+
+
+class Evidence(NamedTuple):
+    """What one query shows of itself and of its keyword answer."""
+
+    #: "cjk" when most of the query's letters are Chinese, Japanese or Korean, else "latin"
+    script: str
+    #: where the top keyword hit holds the whole query as a phrase: "head" (id, title, heading), "body", None
+    phrase: str | None
+    #: the top keyword score over the second's (None with fewer than two scored hits)
+    margin: float | None
+    #: a question word first, or a question mark
+    question: bool
+    #: how many words (a Chinese word taken as two characters)
+    words: int
+
+
+class Plan(NamedTuple):
+    """The fusion chosen for one query: the semantic ranking's weight (keywords weigh 1) and why."""
+
+    weight: float
+    k: int
+    why: str
+    evidence: Evidence
+
+
+class Explained(NamedTuple):
+    """Where one fused hit came from."""
+
+    keyword_score: float | None
+    keyword_rank: int | None
+    similarity: float | None
+    semantic_rank: int | None
+
+
+def _counts(text: str) -> tuple[int, int]:
+    """(Latin words, CJK words) of `text`, a CJK word taken as two characters."""
+    latin = cjk = 0
+    for run in word_runs(fold(text)):
+        chars = sum(1 for char in run if is_cjk(char))
+        cjk += chars
+        latin += 1 if chars < len(run) else 0
+    return latin, (cjk + 1) // 2
+
+
+def script_of(text: str) -> str:
+    """ "cjk" when the query holds at least as many Chinese, Japanese or Korean words as others."""
+    latin, cjk = _counts(text)
+    return "cjk" if cjk and cjk >= latin else "latin"
+
+
+def word_count(text: str) -> int:
+    return sum(_counts(text))
+
+
+def is_question(text: str) -> bool:
+    """A question word first, or a question mark; in CJK, a question word anywhere."""
+    runs = word_runs(fold(text))
+    if text.rstrip().endswith(("?", "？")):
+        return True
+    if runs and runs[0] in QUESTION_WORDS:
+        return True
+    return script_of(text) == "cjk" and any(marker in text for marker in CJK_QUESTION)
+
+
+def phrase_at(conn: sqlite3.Connection, query: Query, note_id: str) -> str | None:
+    """Where note `note_id` holds the query as a phrase (the phrase bonus's test): "head", "body" or None."""
+    if not query.phrases:
+        return None
+    either = " OR ".join(query.phrases)
+    sql = "SELECT 1 FROM search_fts WHERE search_fts MATCH ? AND rowid = (SELECT rowid FROM notes WHERE id = ?)"
+    for field, name in (("{head headings}", "head"), ("body", "body")):
+        if conn.execute(sql, (f"{field} : ({either})", note_id)).fetchone():
+            return name
+    return None
+
+
+def evidence(conn: sqlite3.Connection, text: str, keyword: Sequence[tuple[str, float | None]]) -> Evidence:
+    """The evidence of query `text` given its keyword ranking (note id, score), best first."""
+    phrase = phrase_at(conn, Query(text), keyword[0][0]) if keyword else None
+    scores = [score for _, score in keyword[:2] if score is not None]
+    margin = round(scores[0] / scores[1], 3) if len(scores) == 2 and scores[1] > 0 else None
+    return Evidence(script_of(text), phrase, margin, is_question(text), word_count(text))
+
+
+def decide(
+    found: Evidence,
+    profile: Profile,
+    weights: dict[str, float] | None = None,
+    margin: float | None = None,
+    k: int | None = None,
+    long_words: int | None = None,
+) -> Plan:
+    """The plan for a query with evidence `found`, for a model of `profile` (its weights, or `weights`, and
+    the constants may be given, for a sweep)."""
+    weights = profile.weights if weights is None else weights
+    margin = MARGIN if margin is None else margin
+    if found.script not in profile.scripts:
+        why = "script"
+    elif found.phrase == "head":
+        why = "phrase"
+    elif found.margin is not None and found.margin >= margin:
+        why = "margin"
+    elif found.question or found.words >= (LONG_WORDS if long_words is None else long_words):
+        why = "question"
+    else:
+        why = "words"
+    weight = min(weights[why], profile.scripts.get(found.script, 0.0))
+    return Plan(weight, RRF_K if k is None else k, why, found)
+
+
+def fuse(
+    plan: Plan, keyword: Sequence[tuple[str, float | None]], semantic: Sequence[tuple[str, float]]
+) -> list[tuple[str, float, Explained]]:
+    """The fused ranking (note id, score, where it came from), best first, ties by id: keywords at weight 1,
+    the semantic ranking at the plan's weight (at 0 it adds no note and moves none)."""
+    keyword_at = {note_id: (rank, score) for rank, (note_id, score) in enumerate(keyword, start=1)}
+    semantic_at = {note_id: (rank, similarity) for rank, (note_id, similarity) in enumerate(semantic, start=1)}
+    if plan.weight <= 0:
+        semantic_at = {}
+    scores = {note_id: 1.0 / (plan.k + rank) for note_id, (rank, _) in keyword_at.items()}
+    for note_id, (rank, _) in semantic_at.items():
+        scores[note_id] = scores.get(note_id, 0.0) + plan.weight / (plan.k + rank)
+    out = []
+    for note_id, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+        k_rank, k_score = keyword_at.get(note_id, (None, None))
+        s_rank, similarity = semantic_at.get(note_id, (None, None))
+        out.append((note_id, round(score, 6), Explained(k_score, k_rank, similarity, s_rank)))
+    return out
+
+
+def profile_of(model: str, embedder: object | None) -> Profile:
+    """The profile of `model` (a name of PROFILES, else DEFAULT_PROFILE), with the scripts the embedder
+    declares it reads (`scripts`), when it declares them, read fully."""
+    profile = PROFILES.get(model, DEFAULT_PROFILE)
+    declared = getattr(embedder, "scripts", None)
+    if declared:
+        return profile._replace(scripts=dict.fromkeys(declared, FULLY))
+    return profile
