@@ -406,13 +406,20 @@ def test_a_request_reads_nothing_outside_the_vault(tmp_path: Path, vault: Path, 
     for note_id in outside:
         answer = ask_raw(request("read", {"id": note_id, "depth": None, "maxChars": None}))
         assert "result" not in answer and "not the vault" not in json.dumps(answer), (note_id, answer)
-    args: dict[str, Any] = {"query": "secret", "limit": None, "exactTitle": None, "tags": [], "folder": "../"}
+    args: dict[str, Any] = {
+        "query": "secret",
+        "limit": None,
+        "exactTitle": None,
+        "tags": [],
+        "folder": "../",
+        "explain": False,
+    }
     assert "result" not in ask_raw(request("search", args))
     # an absolute folder is a prefix of ids inside the vault, as in the command's own process
     assert ask_raw(request("search", {**args, "folder": str(tmp_path)}))["result"]["total"] == 0
     # another vault's settings (the vault is always the keeper's own) or another amem: not answered
     other = json.dumps([str(tmp_path), [".md"], [], False])
-    args = {"query": "secret", "limit": None, "exactTitle": None, "tags": [], "folder": None}
+    args = {"query": "secret", "limit": None, "exactTitle": None, "tags": [], "folder": None, "explain": False}
     assert "result" not in ask_raw(request("search", args, settings=other))
     assert "result" not in ask_raw(request("search", args, amem="0.0.0"))
     assert ask_raw(request("search", args))["result"]["total"] == 0  # the same request, in bounds: answered
@@ -420,7 +427,7 @@ def test_a_request_reads_nothing_outside_the_vault(tmp_path: Path, vault: Path, 
 
 def test_a_request_cannot_ask_for_unbounded_work(vault: Path, keeper: KeeperProcess) -> None:
     small_vault(vault)
-    good = {"query": "token", "limit": 5, "exactTitle": None, "tags": [], "folder": None}
+    good = {"query": "token", "limit": 5, "exactTitle": None, "tags": [], "folder": None, "explain": False}
     assert ask_raw(request("search", good))["result"]["total"] == 2
     for bad in (
         {**good, "limit": 10**12},

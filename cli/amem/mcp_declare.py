@@ -81,7 +81,7 @@ def declare(function: ToolFunction, *, read_only: bool, destructive: bool = Fals
     )
     listing = ListedTool(
         name=function.__name__,
-        description=inspect.getdoc(function) or "",
+        description=_unwrapped(inspect.getdoc(function) or ""),
         input_schema=compact(model.model_json_schema()),
         output_schema=output_schema(hints.get("return")),
         annotations=annotations,
@@ -228,3 +228,8 @@ def unknown_tool(name: str, tools: list[str]) -> UsageError:
         + (f' (did you mean "{hint}"?)' if hint else "")
         + f"; the tools are {', '.join(tools)}"
     )
+
+
+def _unwrapped(doc: str) -> str:
+    """A docstring's paragraphs each on one line: the line breaks of its source cost a model tokens."""
+    return "\n\n".join(" ".join(paragraph.split("\n")) for paragraph in doc.split("\n\n"))

@@ -92,7 +92,7 @@ def tool(
 
 NoteId = Annotated[
     str,
-    Field(description="Note id in the vault, e.g. 'projects/auth' (.md optional)."),
+    Field(description="Note id, e.g. 'projects/auth' (.md optional)."),
 ]
 Version = Annotated[str, Field(description="The note's `version` from your last wiki_read or wiki_write of it.")]
 Folder = Annotated[str | None, Field(description="Only notes under this folder ('projects/').")]
@@ -108,7 +108,7 @@ def memory_runtime_info(
 ) -> InfoResult:
     """Which amem, config and vault this server uses, and whether it is safe to write.
 
-    Call it first in a vault you have not used, with expectedCwd and expectedVaultRoot."""
+    Call it first in a new vault, with expectedCwd and expectedVaultRoot."""
     from .info import Expectations, build_info
 
     return build_info(
@@ -125,19 +125,19 @@ def wiki_read(
         int | None,
         Field(
             ge=0,
-            description="Levels of [[links]] to follow (default maxLinkDepth, usually 1; 0: this note only).",
+            description="Levels of [[links]] to follow (default 1; 0: this note only).",
         ),
     ] = None,
     maxChars: Annotated[
         int,
-        Field(ge=0, description="Bound on the characters of all bodies returned (default 20000)."),
+        Field(ge=0, description="Bound on all bodies' characters."),
     ] = 20_000,
 ) -> ReadResult:
     """Read a note and the notes its [[links]] reach, to a depth.
 
-    `id` may be a name as a [[link]] gives it, or an alias (`resolvedFrom`). Bodies total at most maxChars
-    (default 20,000, about 5,000 tokens): this note's, then the nearest; `omitted` names those left out. Pass `version`
-    as baseVersion when you change the note. `conflict`: a sync left a conflict copy beside it."""
+    `id` may be a [[link]]'s name or an alias (`resolvedFrom`). Bodies total at most maxChars (default
+    20,000, about 5,000 tokens), nearest first; `omitted` names those left out. Pass `version` as baseVersion
+    to change the note. `conflict`: a sync left a conflict copy."""
     from .ops.read import read_note
 
     return read_note(config, id, depth, max_chars=maxChars, reporter=_reporter())
@@ -149,7 +149,7 @@ def wiki_search(
     query: Annotated[str, Field(description="Words to look for; any of them may match (OR).")],
     exactTitle: Annotated[
         str | None,
-        Field(description="Instead of ranking: every note titled this (any case), to check before creating one."),
+        Field(description="Instead of ranking: every note titled this (any case)."),
     ] = None,
     maxResults: Annotated[
         int | None, Field(ge=1, description="At most this many hits (default: maxSearchResults, 20).")
@@ -159,12 +159,12 @@ def wiki_search(
         Field(description="Only notes with every one of these tags."),
     ] = None,
     folder: Folder = None,
-    explain: Annotated[bool, Field(description="Say per hit where its rank came from.")] = False,
+    explain: Annotated[bool, Field(description="Per hit: why it ranks there.")] = False,
 ) -> SearchResult:
-    """Search the vault's notes by title, id and body keywords, ranked by relevance.
+    """Search notes by title, id and body keywords, ranked by relevance.
 
-    Words are OR-matched and match longer words they begin. `total` counts every match; `truncated` says
-    maxResults cut the list. Cheap: use it before wiki_read."""
+    Words are OR-matched, and match as prefixes. `total` counts every match; `truncated`: maxResults cut
+    the list. Cheap: use it before wiki_read."""
     from .index.search import search
 
     return search(
@@ -194,12 +194,12 @@ def wiki_list(
     maxResults: Annotated[int | None, Field(ge=1, description="Return at most this many notes.")] = None,
     since: Annotated[
         str | None,
-        Field(description="Only notes modified since: '30m', '12h', '2d', '1w' or an ISO date or time; newest first."),
+        Field(description="Only notes modified since '2d', '12h', '30m' or an ISO time; newest first."),
     ] = None,
 ) -> ListResult:
-    """List the vault's notes, or a folder's, with titles, tags, sizes and times.
+    """List notes, or a folder's, with titles, tags, sizes and times.
 
-    With since='2d': what changed lately, newest first (ask it at the start of a session)."""
+    With since='2d': what changed lately, newest first (ask it first in a session)."""
     from .index.listing import list_notes
 
     return list_notes(config, folder, tags=tags or (), sort=sort, limit=maxResults, since=since, reporter=_reporter())
@@ -227,8 +227,8 @@ def wiki_write(
 ) -> WriteResult:
     """Create a note, or append to or overwrite one, atomically.
 
-    Pass the `version` of your last read or write as baseVersion; on `conflict`, read again and redo your
-    change. To change part of a note, use wiki_edit."""
+    Pass your last `version` as baseVersion; on `conflict`, read again and redo. For part of a note, use
+    wiki_edit."""
     from .ops.write import write_note
 
     return write_note(
@@ -248,31 +248,28 @@ def wiki_edit(
     id: NoteId,
     find: Annotated[
         str | None,
-        Field(description="Exact text of the body to replace; it must occur once."),
+        Field(description="Exact body text to replace; it must occur once."),
     ] = None,
     replace: Annotated[str | None, Field(description="What replaces `find` (may be empty).")] = None,
     all: Annotated[bool, Field(description="Replace every occurrence of `find` (at least one) instead.")] = False,
     section: Annotated[
         str | None,
         Field(
-            description="A heading ('Status' or '## Status', any level): what lies under it, up to the next "
-            "heading as high, becomes `content`."
+            description="A heading ('Status', '## Status'): its section, to the next heading as high, "
+            "becomes `content`."
         ),
     ] = None,
     content: Annotated[str | None, Field(description="The new text under `section`.")] = None,
-    prepend: Annotated[
-        str | None, Field(description="Markdown to insert at the start of the body, after the frontmatter.")
-    ] = None,
+    prepend: Annotated[str | None, Field(description="Markdown to insert at the start of the body.")] = None,
     baseVersion: Annotated[
         str | None,
         Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
 ) -> EditResult:
-    """Change part of a note without sending it all back: find+replace, section+content, or prepend.
+    """Change part of a note: find+replace, section+content, or prepend.
 
-    Every byte you do not name stays (frontmatter but `updated`). When `find` occurs 0 or several times, or
-    the heading is missing or repeated, nothing is written and the error says how many matched. Pass your
-    last `version` as baseVersion."""
+    Every other byte stays (but `updated`). If `find` or the heading matches 0 or several times, nothing
+    is written and the error says how many. Pass your last `version` as baseVersion."""
     from .ops.edit import Edit, edit_note
 
     edit = Edit(find=find, replace=replace, all=all, section=section, content=content, prepend=prepend)
@@ -288,9 +285,9 @@ def wiki_delete(
         Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
 ) -> DeleteResult:
-    """Remove a note. Links to it become unresolved; nothing else changes.
+    """Remove a note; links to it become unresolved.
 
-    `version` is the removed content's (wiki_restore brings it back when the vault is in git)."""
+    `version` is the removed content's (wiki_restore brings it back in git)."""
     from .ops.ops import delete_note
 
     return delete_note(config, id, baseVersion, _reporter())
@@ -306,7 +303,7 @@ def wiki_move(
         Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
 ) -> MoveResult:
-    """Rename a note and rewrite every [[link]] in the vault that pointed at it, so that none breaks.
+    """Rename a note and rewrite every [[link]] to it.
 
     Interrupted, the same call again finishes it."""
     from .ops.ops import move_note
@@ -322,7 +319,7 @@ def wiki_history(
 ) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 
-    Needs a git repository; a hash from it can go to wiki_restore. `id` may be a name, as in wiki_read."""
+    Needs git; a hash from it can go to wiki_restore. `id` may be a name."""
     from .ops.names import note_history_by_name
 
     return note_history_by_name(config, id, limit)
@@ -337,7 +334,7 @@ def wiki_restore(
 ) -> RestoreResult:
     """Roll a note forward to the content it had at a commit, without rewriting history.
 
-    baseVersion (the note's current version, from wiki_read) is required."""
+    baseVersion (the note's current version) is required."""
     from .notes.ids import resolve_note
     from .ops.restore import restore_note
 
@@ -349,8 +346,7 @@ def wiki_check(
     config: Config,
     folder: Folder = None,
 ) -> CheckResult:
-    """Find what is wrong in the vault: broken or ambiguous [[links]], case twins, bad frontmatter, orphans…;
-    each an error, warning or info."""
+    """Find broken or ambiguous [[links]], case twins, bad frontmatter, orphans… in the vault."""
     from .ops.check import check_vault
 
     return check_vault(config, folder, reporter=_reporter())
