@@ -229,7 +229,7 @@ def test_staged_outside_a_repository_is_a_git_error(amem: Any, vault: Path) -> N
 
 
 def test_wiki_check_equals_the_command_and_the_tool_list_stays_small(isolated_env: Path, vault: Path) -> None:
-    from tests.test_mcp import Client, serve
+    from tests.test_mcp import TOOL_LIST_TOKENS, Client, serve, tool_list_chars
 
     write_file(vault / "notes/a.md", "[[gone]] [[b]]\n")
     write_file(vault / "b.md", "[[notes/a]]\n")
@@ -238,7 +238,7 @@ def test_wiki_check_equals_the_command_and_the_tool_list_stays_small(isolated_en
 
     async def test(client: Client) -> None:
         listed = await client.session.list_tools()
-        results["size"] = len(listed.model_dump_json(by_alias=True, exclude_none=True))
+        results["size"] = tool_list_chars(listed)
         results["all"] = await client.ok("wiki_check")
         results["folder"] = await client.ok("wiki_check", folder="notes/")
         results["wrong"] = await client.error("wiki_check", strict=True)
@@ -249,7 +249,7 @@ def test_wiki_check_equals_the_command_and_the_tool_list_stays_small(isolated_en
     assert results["folder"] == cli("check", "notes/").json
     assert kinds(results["folder"]) == {("broken-link", "notes/a.md")}
     assert results["wrong"]["code"] == "usage" and '"strict"' in results["wrong"]["message"]
-    assert results["size"] / 4 < 4000, results["size"]
+    assert results["size"] / 4 < TOOL_LIST_TOKENS, results["size"]
 
 
 def test_the_problems_exit_code_is_documented(amem: Any) -> None:

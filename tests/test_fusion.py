@@ -17,7 +17,7 @@ from amem.index import fusion, semantic
 from amem.index.search import search
 from tests.conftest import write_file
 from tests.installed import installed_runner
-from tests.test_mcp import Client, serve
+from tests.test_mcp import TOOL_LIST_TOKENS, Client, serve, tool_list_chars
 
 needs_model = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
 
@@ -218,10 +218,9 @@ def test_wiki_search_explains_and_its_schema_says_how(notes: Path, isolated_env:
     seen: dict[str, Any] = {}
 
     async def test(client: Client) -> None:
-        listed = {tool.name: tool for tool in (await client.session.list_tools()).tools}
-        seen["tools"] = listed
-        listing = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.values()]
-        seen["size"] = len(json.dumps({"tools": listing}, separators=(",", ":")))  # as the SDK sends it
+        result = await client.session.list_tools()
+        seen["tools"] = {tool.name: tool for tool in result.tools}
+        seen["size"] = tool_list_chars(result)
         seen["explained"] = await client.ok("wiki_search", query="refresh tokens", explain=True)
         seen["plain"] = await client.ok("wiki_search", query="refresh tokens")
 
@@ -237,4 +236,4 @@ def test_wiki_search_explains_and_its_schema_says_how(notes: Path, isolated_env:
     wrong = dict(explained, fusion={**explained["fusion"], "weight": "heavy"})
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(wrong, schema)
-    assert seen["size"] / 4 < 4000, seen["size"]  # tools/list stays under 4,000 tokens at chars/4
+    assert seen["size"] / 4 < TOOL_LIST_TOKENS, seen["size"]

@@ -97,6 +97,15 @@ def serve(work: Path, test: Callable[[Client], Awaitable[None]]) -> str:
     return log.read_text()
 
 
+#: tools/list must stay under this many tokens, counted at 4 characters a token
+TOOL_LIST_TOKENS = 4000
+
+
+def tool_list_chars(listed: Any) -> int:
+    """The characters of a tools/list result as the SDK sends it: compact JSON, defaults left out."""
+    return len(listed.model_dump_json(by_alias=True, exclude_none=True))
+
+
 def cli(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "amem", *args],
