@@ -5,11 +5,15 @@ amem, one process per command, as a user runs it."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from amem.config import load_config
+from amem.notes.parse import version_of
 from tests.installed import installed_runner
 
 
@@ -51,3 +55,33 @@ def test_a_write_is_not_an_outside_change_whatever_state_the_index_is_in(
     with open(vault / "n.md", "a", encoding="utf-8") as handle:
         handle.write("edited in another editor\n")
     assert run("read", "n").json["modifiedExternally"] is True
+
+
+def test_a_write_that_landed_succeeds_when_the_index_stays_locked(
+    vault: Path, amem: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the index's write lock past the wait (a keeper indexing a huge note): the note
+    is written all the same, so the write says so and succeeds, warning that the index could not record it.
+    Failing would make a caller retry an append that already landed, and the note would hold it twice."""
+    assert amem("write", "n", "first words").exit_code == 0
+    monkeypatch.setattr("amem.index.seen.BUSY_TIMEOUT", 0.2)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(index_file())], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        written = amem("write", "n", "appended once")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert written.exit_code == 0, written.stderr
+    assert written.json["version"] == version_of((vault / "n.md").read_bytes())
+    assert "could not record" in written.stderr
+    assert (vault / "n.md").read_text(encoding="utf-8").count("appended once") == 1
+
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(60)
+"""

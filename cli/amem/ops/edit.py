@@ -283,7 +283,7 @@ def edit_note(
             raise
         return new.encode("utf-8")
 
-    result = save_note(config, ref, transform, base_version=base_version, require_existing=True)
+    result = save_note(config, ref, transform, base_version=base_version, require_existing=True, reporter=reporter)
     data: EditResult = {"id": result.id, "version": result.version, "bytes": result.bytes, "replaced": replaced[0]}
     if commit or config.git_auto_commit:
         from ..gitvault.git import maybe_commit

@@ -47,7 +47,7 @@ def restore_note(
     if not os.path.lexists(ref.path):
         refuse_case_twin(config, ref, f'cannot restore note "{ref.id}"')
 
-    result = save_note(config, ref, lambda _current: content, base_version=base_version)
+    result = save_note(config, ref, lambda _current: content, base_version=base_version, reporter=reporter)
 
     new_commit: str | None = None
     if commit or config.git_auto_commit:

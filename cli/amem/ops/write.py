@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from ..errors import AmemError, UsageError
 from ..notes.ids import resolve_note
 from ..output import quote
+from ..report import Reporter
 from ..store.write import UpdateResult, append_text, overwrite_text, update_note
 from ..timefmt import iso, now
 
 if TYPE_CHECKING:
     from ..config import Config
     from ..notes.ids import NoteRef
-    from ..report import Reporter
     from ..shapes import WriteResult
 
 
@@ -31,13 +31,22 @@ def save_note(
     *,
     base_version: str | None = None,
     require_existing: bool = False,
+    reporter: Reporter | None = None,
 ) -> UpdateResult:
-    """`update_note`, and the index remembers the version written (under the note's lock)."""
+    """`update_note`, and the index remembers the version written (under the note's lock). The note is
+    written by then: when the index cannot take the record (locked past the wait, its disk full), that is a
+    warning, never the write's failure, which would have a caller write the note again."""
 
     def remember(version: str) -> None:
         from ..index.seen import remember_written
 
-        remember_written(config, ref.id, version)
+        try:
+            remember_written(config, ref.id, version)
+        except AmemError as exc:
+            (reporter or Reporter()).warn(
+                f"{quote(ref.id)} is written, but the index could not record it ({exc.message}): "
+                "the next read may call this write a change made by another program"
+            )
 
     return update_note(
         config, ref, transform, base_version=base_version, require_existing=require_existing, on_written=remember
@@ -81,7 +90,9 @@ def write_note(
         bom = b"\xef\xbb\xbf" if old is not None and old.startswith(b"\xef\xbb\xbf") else b""
         return bom + text.encode("utf-8")  # and a note that starts with a BOM keeps it
 
-    result = save_note(config, ref, transform, base_version=base_version, require_existing=require_existing)
+    result = save_note(
+        config, ref, transform, base_version=base_version, require_existing=require_existing, reporter=reporter
+    )
     data: WriteResult = {
         "id": result.id,
         "mode": mode,
