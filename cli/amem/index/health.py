@@ -106,7 +106,8 @@ class Health:
         self._range = (prefix, prefix + "\U0010ffff")
 
     def _in_prefix(self, column: str) -> str:
-        # The whole vault: a scan of the table, not of the id index looking every row up.
+        # The whole vault: a scan of the table, not of the id index looking every row up (and the queries
+        # order by `+id`, so that sorting the few rows found does not choose that index either).
         return f"{column} >= ? AND {column} < ?" if self.prefix else f"+{column} >= ? AND +{column} < ?"
 
     def notes(self) -> int:
@@ -190,7 +191,7 @@ class Health:
         a BOM): those with no frontmatter at all, and those whose block did not parse."""
         sql = (
             "SELECT id FROM notes WHERE problem IS NULL AND frontmatter = '{}' AND body_at <= 3 "
-            f"AND {self._in_prefix('id')} ORDER BY id"
+            f"AND {self._in_prefix('id')} ORDER BY +id"
         )
         return [row[0] for row in self.conn.execute(sql, self._range)]
 
@@ -201,12 +202,12 @@ class Health:
             f"{self._in_prefix('n.id')} "
             "AND NOT EXISTS (SELECT 1 FROM links l WHERE l.src = n.rowid AND l.resolved IS NOT NULL "
             "AND l.resolved != n.id) "
-            "AND NOT EXISTS (SELECT 1 FROM links l WHERE l.resolved = n.id AND l.src != n.rowid) ORDER BY n.id"
+            "AND NOT EXISTS (SELECT 1 FROM links l WHERE l.resolved = n.id AND l.src != n.rowid) ORDER BY +n.id"
         )
         return [row[0] for row in self.conn.execute(sql, self._range)]
 
     def larger_than(self, size: int) -> list[tuple[str, int]]:
-        sql = f"SELECT id, size FROM notes WHERE size > ? AND {self._in_prefix('id')} ORDER BY id"
+        sql = f"SELECT id, size FROM notes WHERE size > ? AND {self._in_prefix('id')} ORDER BY +id"
         return list(self.conn.execute(sql, (size, *self._range)))
 
     def sizes(self, note_ids: list[str]) -> dict[str, int]:
