@@ -123,6 +123,26 @@ def test_a_link_written_many_times_is_one_problem_at_its_first_line(amem: Any, v
     assert broken["line"] == 2
 
 
+def test_many_ambiguous_links_are_found_as_a_few_are(tmp_path: Path, vault: Path) -> None:
+    # Past a few hundred targets to resolve again, check loads every id rather than querying per target:
+    # both give the same answer.
+    many = 240
+    for i in range(many):
+        write_file(vault / f"x/n{i}.md", "[[hub]]\n")
+        write_file(vault / f"y/n{i}.md", "[[hub]]\n")
+    write_file(vault / "hub.md", "# Hub\n" + "".join(f"line {i}: [[n{i}]]\n" for i in range(many)))
+    write_file(vault / "few.md", "# Few\n[[n0]]\n\n[[n239]] [[hub]]\n")
+    run = installed_runner(tmp_path, vault)
+    report = run("check", "--strict").json
+    assert report["counts"] == {"ambiguous-link": many + 2}
+    for i in (0, 1, many - 1):
+        found = next(p for p in report["problems"] if p["id"] == "hub.md" and p["target"] == f"n{i}")
+        assert (found["line"], found["candidates"]) == (i + 2, [f"x/n{i}.md", f"y/n{i}.md"])
+    few = run("check", "--strict", "few.md").json  # two targets to resolve again: by query
+    assert few["problems"] == [p for p in report["problems"] if p["id"] == "few.md"]
+    assert [(p["target"], p["line"]) for p in few["problems"]] == [("n0", 2), ("n239", 4)]
+
+
 def test_a_change_since_the_last_check_is_seen(amem: Any, vault: Path) -> None:
     write_file(vault / "a.md", "[[b]]\n")
     assert amem("check").exit_code == 11

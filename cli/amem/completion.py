@@ -51,6 +51,51 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
         return []
 
 
+def complete_prefix(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Click's `shell_complete` for PREFIX arguments (check, list, graph): a folder at a time as note ids
+    complete, each note by its whole id, extension and all: a prefix names every id that starts with it,
+    so `notes/auth` would take `notes/authz.md` too. Never raises and never prints."""
+    try:
+        ids = vault_note_ids(_config_for(ctx))
+        return [CompletionItem(value) for value in id_candidates(ids, incomplete, ())]
+    except Exception:
+        return []
+
+
+def complete_tag(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Click's `shell_complete` for --tag: the tags of the vault's notes that start with `incomplete`, as
+    tags compare (any case, with or without `#`, which a candidate keeps when it was typed), sorted.
+
+    From the index only, brought up to date as for note ids: with no index yet there are no candidates,
+    since reading every note for a TAB would take seconds in a big vault. Never raises and never prints."""
+    from .notes.tags import normalise_tag
+
+    try:
+        tags = vault_tags(_config_for(ctx), normalise_tag(incomplete) if incomplete.strip("#") else "")
+        mark = "#" if incomplete.startswith("#") else ""
+        return [CompletionItem(mark + tag) for tag in tags]
+    except Exception:
+        return []
+
+
+def vault_tags(config: Config, start: str) -> list[str]:
+    """The distinct tags (normalised) of the vault's notes that start with `start`, sorted; none when the
+    vault has no index yet."""
+    from .index.index import VaultIndex
+
+    index = VaultIndex(config)
+    if not index.path.exists():
+        return []
+    try:
+        index.refresh(thorough=False)
+        rows = index.conn.execute(
+            "SELECT DISTINCT tag FROM note_tags WHERE tag >= ? AND tag < ? ORDER BY tag", (start, start + "\U0010ffff")
+        )
+        return [row[0] for row in rows]
+    finally:
+        index.close()
+
+
 def _config_for(ctx: click.Context) -> Config:
     """The config the command being completed would use: the root group's --vault and --config, as typed
     so far on the command line, over the environment and config files."""

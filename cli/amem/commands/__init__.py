@@ -37,6 +37,20 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
     return complete(ctx, param, incomplete)
 
 
+def complete_prefix(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """`shell_complete` for PREFIX arguments: folders, then whole note ids (see `complete_note_id`)."""
+    from ..completion import complete_prefix as complete
+
+    return complete(ctx, param, incomplete)
+
+
+def complete_tag(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """`shell_complete` for --tag: the tags the vault's index holds (see `complete_note_id`)."""
+    from ..completion import complete_tag as complete
+
+    return complete(ctx, param, incomplete)
+
+
 def keeper_answered(app: AppContext, config: Config, op: str, args: dict[str, Any]) -> bool:
     """Print a live keeper's answer to operation `op` (its warnings first, as the command's own would
     come) and say True; False when none answers and the command must answer in its own process (see

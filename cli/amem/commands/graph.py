@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_note_id
+from . import Command, complete_note_id, complete_prefix, complete_tag
 
 
 @click.command(
@@ -18,7 +18,7 @@ from . import Command, complete_note_id
     amem graph --format html --output graph.html
     """,
 )
-@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_note_id)
+@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_prefix)
 @click.option(
     "--from",
     "start",
@@ -48,6 +48,7 @@ from . import Command, complete_note_id
     "tags",
     multiple=True,
     metavar="T",
+    shell_complete=complete_tag,
     help="Only notes tagged T (as list takes it). Repeat: every tag must hold.",
 )
 @click.option("--missing", is_flag=True, help="Add each unresolved link target as a node with missing: true.")

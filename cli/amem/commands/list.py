@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, keeper_answered
+from . import Command, complete_prefix, complete_tag, keeper_answered
 
 
 @click.command(
@@ -18,12 +18,13 @@ from . import Command, keeper_answered
     amem list --since 2026-11-30 | jq -r '.notes[].id'
     """,
 )
-@click.argument("prefix", required=False, metavar="[PREFIX]")
+@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_prefix)
 @click.option(
     "--tag",
     "tags",
     multiple=True,
     metavar="T",
+    shell_complete=complete_tag,
     help="Only notes tagged T (frontmatter tags or #T in the body; with or without #, any case; "
     "nested tags count). Repeat: every tag must hold.",
 )

@@ -71,8 +71,9 @@ class _ReadNote(NamedTuple):
 
     row: _NoteRow
     tags: list[str]
-    #: each distinct stored target: (target, how many times written, how many of those as ![[embeds]])
-    targets: list[tuple[str, int, int]]
+    #: each distinct stored target: (target, how many times written, how many of those as ![[embeds]], the
+    #: line it is first written on)
+    targets: list[tuple[str, int, int, int]]
     aliases: list[str]  # link keys of its frontmatter `aliases`, how `read` finds a note by another name
 
 
@@ -181,7 +182,7 @@ class _Batch:
         next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
         tag_rows: list[tuple[int, str]] = []
         alias_rows: list[tuple[int, str]] = []
-        link_rows: list[tuple[int, int, str, int, int]] = []
+        link_rows: list[tuple[int, int, str, int, int, int]] = []
         for note_id in batch:
             note = self._read(note_id)
             self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
@@ -293,7 +294,7 @@ class _Batch:
             text, problem = "", "it is not UTF-8 text"
         title, frontmatter, created, body_at = "", "{}", None, 0
         tags: list[str] = []
-        targets: list[tuple[str, int, int]] = []
+        targets: list[tuple[str, int, int, int]] = []
         aliases: list[str] = []
         if problem is None:
             parsed = parse_note(text, note_id)  # YAML only beyond the simple subset
@@ -307,7 +308,9 @@ class _Batch:
             body_at = len(data) - len(body.encode("utf-8"))
             # Each distinct target once: a note that names one note a million times costs one row.
             census = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0)
-            targets = _counted_targets(census, note_id)
+            # Lines from 1 in the file, the BOM aside: the frontmatter block starts on the second.
+            body_line = text.count("\n", 0, len(text) - len(body)) + 1
+            targets = _counted_targets(census, note_id, (2, body_line))
         cut = note_id.rfind("/") + 1
         key = link_key(note_id)
         row = _NoteRow(
@@ -331,7 +334,7 @@ class _Batch:
         return _ReadNote(row, tags, targets, aliases)
 
     def _store_links(
-        self, link_rows: list[tuple[int, int, str, int, int]], keys: set[str], old_targets: dict[int, set[str]]
+        self, link_rows: list[tuple[int, int, str, int, int, int]], keys: set[str], old_targets: dict[int, set[str]]
     ) -> set[str]:
         """Resolve and store the batch's links, and resolve again those elsewhere that `keys` may change;
         returns the ids whose backlinks changed."""
@@ -340,15 +343,16 @@ class _Batch:
         dirty = self._reresolve(keys)
         resolver = self.resolver()
         resolved = [
-            (src, seq, target, *self._link_columns(resolver, target), count, embeds)
-            for src, seq, target, count, embeds in link_rows
+            (src, seq, target, *self._link_columns(resolver, target), count, embeds, line)
+            for src, seq, target, count, embeds, line in link_rows
         ]
         self.conn.executemany(
-            "INSERT INTO links (src, seq, target, tkey, nkey, resolved, count, embeds) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO links (src, seq, target, tkey, nkey, resolved, count, embeds, line) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             resolved,
         )
         new_targets: dict[int, set[str]] = {}
-        for src, _, _, _, _, target, _, _ in resolved:
+        for src, _, _, _, _, target, *_ in resolved:
             if target:
                 new_targets.setdefault(src, set()).add(target)
         for src in old_targets.keys() | new_targets.keys():
@@ -473,17 +477,19 @@ class IndexResolver(LinkResolver):
         return self._ids(f"name_key IN ({','.join('?' * len(keys))})", keys)
 
 
-def _counted_targets(census: LinkCensus, note_id: str) -> list[tuple[str, int, int]]:
+def _counted_targets(census: LinkCensus, note_id: str, starts: tuple[int, int]) -> list[tuple[str, int, int, int]]:
     """Each distinct stored target of a note once, in the order first written, with how many times it is
-    written and how many of those are embeds: a note that names one note a million times costs one row."""
+    written, how many of those are embeds and the line of the first (`starts`: the file's lines where the
+    frontmatter block and the body start): a note that names one note a million times costs one row."""
     counted: dict[str, list[int]] = {}
-    for link, count in zip(census.distinct, census.counts, strict=True):
+    for link, count, line in zip(census.distinct, census.counts, census.lines, strict=True):
         target = stored_target(link, note_id)
         if target:
-            tally = counted.setdefault(target, [0, 0])
+            start = starts[0] if link.kind == "frontmatter" else starts[1]
+            tally = counted.setdefault(target, [0, 0, start + line])  # the first written is the earliest
             tally[0] += count
             tally[1] += count if link.embed else 0
-    return [(target, count, embeds) for target, (count, embeds) in counted.items()]
+    return [(target, count, embeds, line) for target, (count, embeds, line) in counted.items()]
 
 
 class CompactResolver(LinkResolver):

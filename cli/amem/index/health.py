@@ -5,11 +5,12 @@ amem's temporaries), listed by the scan's folder rules."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..atomicfile import TEMP_SUFFIX
-from ..notes.links import LinkResolver, resolve_stored
+from ..notes.links import LinkResolver, link_key, normalise_target, resolve_stored
 from .scan import VaultScan, Walker
 from .sql import select_in
 
@@ -66,6 +67,33 @@ def attachment_of(resolver: LinkResolver, target: str) -> str | None:
     return resolve_stored(resolver, target)
 
 
+class BaseNames:
+    """How many readable notes each base name could answer for: the link keys of the notes' last segments,
+    counted under each key a link's last segment would be written as (with the extension or without).
+
+    Every note of the tier that decides a target bears the name its last segment gives, with or without
+    an extension, so a target can tie between notes only when its count is at least 2, and can resolve at
+    all only when it is at least 1: only those targets need resolving again."""
+
+    def __init__(self, name_keys: Iterable[str], extensions: tuple[str, ...]) -> None:
+        notes = Counter(name_keys)
+        self.counts: dict[str, int] = dict(notes)
+        for suffix in sorted({link_key(ext) for ext in extensions} - {""}):
+            cut = len(suffix)
+            for key, count in notes.items():
+                if key.endswith(suffix):
+                    stem = key[:-cut]
+                    self.counts[stem] = self.counts.get(stem, 0) + count
+
+    def crowded(self) -> list[str]:
+        """The keys (a link's `nkey`) that two notes or more answer for."""
+        return sorted(key for key, count in self.counts.items() if count > 1)
+
+    def naming(self, target: str) -> bool:
+        """Whether any note bears the name a [[link]] target written so ends with."""
+        return self.counts.get(link_key(normalise_target(target).rsplit("/", 1)[-1]), 0) > 0
+
+
 class Health:
     """The index's answers for `amem check`, over the notes whose id starts with `prefix` ('' for all).
     Call `VaultIndex.refresh()` first."""
@@ -78,7 +106,9 @@ class Health:
         self._range = (prefix, prefix + "\U0010ffff")
 
     def _in_prefix(self, column: str) -> str:
-        return f"{column} >= ? AND {column} < ?"
+        # The whole vault: a scan of the table, not of the id index looking every row up (and the queries
+        # order by `+id`, so that sorting the few rows found does not choose that index either).
+        return f"{column} >= ? AND {column} < ?" if self.prefix else f"+{column} >= ? AND +{column} < ?"
 
     def notes(self) -> int:
         sql = f"SELECT count(*) FROM notes WHERE {self._in_prefix('id')}"
@@ -88,27 +118,45 @@ class Health:
         """Every readable note's id, in the whole vault: what links resolve among."""
         return [row[0] for row in self.conn.execute("SELECT id FROM notes WHERE problem IS NULL")]
 
-    def unresolved(self) -> Iterator[tuple[str, str]]:
-        """(note id, stored target) of each distinct link that resolves to no note."""
-        sql = (
-            "SELECT DISTINCT n.id, l.target FROM links l JOIN notes n ON n.rowid = l.src "
-            f"WHERE l.resolved IS NULL AND {self._in_prefix('n.id')} ORDER BY n.id, l.seq"
-        )
-        yield from self.conn.execute(sql, self._range)
+    def ids_containing(self, text: str) -> list[str]:
+        """The prefix's notes whose id holds `text` (a conflict copy's infix), in no order."""
+        sql = f"SELECT id FROM notes WHERE instr(id, ?) > 0 AND {self._in_prefix('id')}"
+        return [row[0] for row in self.conn.execute(sql, (text, *self._range))]
 
-    def resolved_targets(self) -> list[str]:
-        """Each distinct stored target that resolves to a note, from the notes in the prefix."""
+    def name_keys(self) -> list[str]:
+        """The link key of every readable note's base name (`notes.name_key`), once per note."""
+        # A scan of the table: the name_key index would look every row up again for its `problem`.
+        return [row[0] for row in self.conn.execute("SELECT name_key FROM notes WHERE +problem IS NULL")]
+
+    def unresolved(self) -> list[tuple[str, str, str, int | None]]:
+        """(note id, stored target, its last segment's key, line) of each link of the prefix's notes that
+        resolves to no note (the links table holds each target once per note)."""
+        sql = (
+            "SELECT n.id, l.target, l.nkey, l.line FROM links l JOIN notes n ON n.rowid = l.src "
+            f"WHERE l.resolved IS NULL AND {self._in_prefix('n.id')}"
+        )
+        return list(self.conn.execute(sql, self._range))
+
+    def resolved_targets(self, nkeys: list[str]) -> list[str]:
+        """Each distinct stored target of the prefix's notes that resolves to a note and whose last
+        segment's key is one of `nkeys`."""
         sql = (
             "SELECT DISTINCT l.target FROM links l JOIN notes n ON n.rowid = l.src "
-            f"WHERE l.resolved IS NOT NULL AND {self._in_prefix('n.id')}"
+            "WHERE l.nkey IN ({}) AND l.resolved IS NOT NULL AND n.id >= ? AND n.id < ?"
         )
-        return [row[0] for row in self.conn.execute(sql, self._range)]
+        found: set[str] = set()
+        for start in range(0, len(nkeys), 900):
+            chunk = nkeys[start : start + 900]
+            found.update(
+                row[0] for row in self.conn.execute(sql.format(",".join("?" * len(chunk))), [*chunk, *self._range])
+            )
+        return sorted(found)
 
-    def linking(self, targets: list[str]) -> Iterator[tuple[str, str, str]]:
-        """(note id, stored target, what it resolves to) of the links to `targets` from the prefix's notes."""
+    def linking(self, targets: list[str]) -> Iterator[tuple[str, str, int | None]]:
+        """(note id, stored target, line) of the links to `targets` from the prefix's notes."""
         sql = (
-            "SELECT DISTINCT n.id, l.target, l.resolved FROM links l JOIN notes n ON n.rowid = l.src "
-            "WHERE l.target IN ({}) AND n.id >= ? AND n.id < ? ORDER BY n.id, l.seq"
+            "SELECT n.id, l.target, l.line FROM links l JOIN notes n ON n.rowid = l.src "
+            "WHERE l.target IN ({}) AND n.id >= ? AND n.id < ?"
         )
         for start in range(0, len(targets), 900):
             chunk = targets[start : start + 900]
@@ -128,7 +176,7 @@ class Health:
     def aliases(self) -> list[tuple[str, str, str]]:
         """(note id, alias key, frontmatter JSON) of every alias of every readable note."""
         sql = (
-            "SELECT n.id, a.key, n.frontmatter FROM note_aliases a JOIN notes n ON n.rowid = a.note "
+            "SELECT n.id, a.key, n.frontmatter FROM note_aliases a CROSS JOIN notes n ON n.rowid = a.note "
             "WHERE n.problem IS NULL ORDER BY n.id"
         )
         return list(self.conn.execute(sql))
@@ -143,7 +191,7 @@ class Health:
         a BOM): those with no frontmatter at all, and those whose block did not parse."""
         sql = (
             "SELECT id FROM notes WHERE problem IS NULL AND frontmatter = '{}' AND body_at <= 3 "
-            f"AND {self._in_prefix('id')} ORDER BY id"
+            f"AND {self._in_prefix('id')} ORDER BY +id"
         )
         return [row[0] for row in self.conn.execute(sql, self._range)]
 
@@ -154,12 +202,12 @@ class Health:
             f"{self._in_prefix('n.id')} "
             "AND NOT EXISTS (SELECT 1 FROM links l WHERE l.src = n.rowid AND l.resolved IS NOT NULL "
             "AND l.resolved != n.id) "
-            "AND NOT EXISTS (SELECT 1 FROM links l WHERE l.resolved = n.id AND l.src != n.rowid) ORDER BY n.id"
+            "AND NOT EXISTS (SELECT 1 FROM links l WHERE l.resolved = n.id AND l.src != n.rowid) ORDER BY +n.id"
         )
         return [row[0] for row in self.conn.execute(sql, self._range)]
 
     def larger_than(self, size: int) -> list[tuple[str, int]]:
-        sql = f"SELECT id, size FROM notes WHERE size > ? AND {self._in_prefix('id')} ORDER BY id"
+        sql = f"SELECT id, size FROM notes WHERE size > ? AND {self._in_prefix('id')} ORDER BY +id"
         return list(self.conn.execute(sql, (size, *self._range)))
 
     def sizes(self, note_ids: list[str]) -> dict[str, int]:

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 #: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-SCHEMA_VERSION = 10  # 10: links counted (count, embeds), for graph
+#: 10: links counted (count, embeds), for graph; 11: each link's line, and the links indexes covering check's
+#: orphan query
+SCHEMA_VERSION = 11
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
 #: meta key present while every note the last refresh found is in the index with its links resolved:
@@ -95,13 +97,14 @@ CREATE TABLE links (
     nkey TEXT NOT NULL,        -- link_key of the target's last segment: the base name it falls back to
     resolved TEXT,             -- note id the target resolves to, NULL when none
     count INTEGER NOT NULL DEFAULT 1,  -- how many times the note writes a link to this target
-    embeds INTEGER NOT NULL DEFAULT 0  -- how many of those are ![[embeds]]
+    embeds INTEGER NOT NULL DEFAULT 0, -- how many of those are ![[embeds]]
+    line INTEGER                       -- the line it is first written on, from 1 in the file (a BOM aside)
 );
-CREATE INDEX links_src ON links (src);
+CREATE INDEX links_src ON links (src, resolved);  -- resolved too: a note's links out, from the index alone
 CREATE INDEX links_target ON links (target);
 CREATE INDEX links_tkey ON links (tkey);
 CREATE INDEX links_nkey ON links (nkey);
-CREATE INDEX links_resolved ON links (resolved);
+CREATE INDEX links_resolved ON links (resolved, src);  -- src too: the notes linking in, from the index alone
 CREATE TABLE seen (id TEXT PRIMARY KEY, version TEXT NOT NULL);
 CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: recheck next time
 """

@@ -376,43 +376,60 @@ class LinkCensus(NamedTuple):
     total: int
     #: how many times each of `distinct` is written, in the same order
     counts: tuple[int, ...] = ()
+    #: the line (from 0) where each of `distinct` is first written, in the same order: in the frontmatter
+    #: block for a frontmatter link, else in the body
+    lines: tuple[int, ...] = ()
+
+
+#: A distinct link as the census first meets it: where (the order first written), the link, its line.
+_First = tuple[int, Link, int]
 
 
 def link_census(frontmatter_text: str | None, body: str, extensions: tuple[str, ...], limit: int | None) -> LinkCensus:
     """A note's links (frontmatter values first, then the body): the first `limit` in order, and each
-    distinct one once, counted without a record per link, so that a note of a million links costs about
-    its size."""
+    distinct one once with the line it is first written on, counted without a record per link, so that a
+    note of a million links costs about its size."""
     head = frontmatter_spans(frontmatter_text) if frontmatter_text else []
     spans = itertools.chain(head, iter_link_spans(body, extensions))
     listed = [span.link for span in (spans if limit is None else itertools.islice(spans, limit))]
-    first: dict[tuple[str, ...], tuple[int, Link]] = {}
+    first: dict[tuple[str, ...], _First] = {}
     written: Counter[tuple[str, ...]] = Counter()
+    line, counted = 0, 0
     for at, span in enumerate(head, start=-len(head)):
         head_key: tuple[str, ...] = ("f", span.link.target, str(span.link))
-        first.setdefault(head_key, (at, span.link))
+        line += frontmatter_text.count("\n", counted, span.start) if frontmatter_text else 0
+        counted = span.start
+        first.setdefault(head_key, (at, span.link, line))
         written[head_key] += 1
     total = len(head)
-    for offset, text, wiki, markdown in _prose_texts(body):
-        total += _count_links(text, offset, wiki, markdown, extensions, first, written)
+    for offset, row, text, wiki, markdown in _prose_texts(body):
+        total += _count_links(text, (offset, row), wiki, markdown, extensions, first, written)
     distinct: dict[Link, int] = {}
-    for seen, (_, link) in sorted(first.items(), key=lambda item: item[1][0]):
+    lines: dict[Link, int] = {}
+    for seen, (_, link, where) in sorted(first.items(), key=lambda item: item[1][0]):
+        lines.setdefault(link, where)  # the first written: the earliest line
         distinct[link] = distinct.get(link, 0) + written[seen]
-    return LinkCensus(listed, list(distinct), total, tuple(distinct.values()))
+    return LinkCensus(listed, list(distinct), total, tuple(distinct.values()), tuple(lines.values()))
 
 
-def _prose_texts(body: str) -> Iterator[tuple[int, str, bool, bool]]:
-    """The body's prose as iter_link_spans reads it: (offset, text with code blanked, has [[, has ]( )."""
+def _prose_texts(body: str) -> Iterator[tuple[int, int, str, bool, bool]]:
+    """The body's prose as iter_link_spans reads it: (offset, line (from 0) it starts on, text with code
+    blanked, has [[, has ]( )."""
     wiki, markdown = "[[" in body, "](" in body
     if not (wiki or markdown):
         return
     if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
-        yield 0, body, wiki, markdown
+        yield 0, 0, body, wiki, markdown
         return
+    row, counted = 0, 0  # the line of offset `counted`
     for paragraph in _paragraphs(body):
         text = "\n".join(line for _, line in paragraph)
         has_wiki, has_markdown = wiki and "[[" in text, markdown and "](" in text
         if has_wiki or has_markdown:
-            yield paragraph[0][0], strip_code_spans(text) if "`" in text else text, has_wiki, has_markdown
+            start = paragraph[0][0]
+            row += body.count("\n", counted, start)
+            counted = start
+            yield start, row, strip_code_spans(text) if "`" in text else text, has_wiki, has_markdown
 
 
 #: How much text `_count_links` hands the regular expressions at once: their matches are held a chunk
@@ -422,36 +439,67 @@ _COUNT_CHUNK = 1 << 16
 
 def _count_links(
     text: str,
-    offset: int,
+    start: tuple[int, int],
     wiki: bool,
     markdown: bool,
     extensions: tuple[str, ...],
-    first: dict[tuple[str, ...], tuple[int, Link]],
+    first: dict[tuple[str, ...], _First],
     written: Counter[tuple[str, ...]],
 ) -> int:
-    """How many links `text` holds; each not met before goes into `first` with where it was met, and
-    `written` counts each one's occurrences. The matches are counted a chunk (whole lines: no link
-    crosses one) at a time, in C."""
+    """How many links `text` holds (it starts at offset and line `start` of the body); each not met
+    before goes into `first` with where it was met and its line, and `written` counts each one's
+    occurrences. The matches are counted a chunk (whole lines: no link crosses one) at a time, in C."""
+    offset, line = start
     total = 0
-    for start, piece in _line_chunks(text):
+    for at, piece in _line_chunks(text):
+        met: list[tuple[int, tuple[str, ...], Link]] = []  # links first met in this chunk
         if wiki and "[[" in piece:
             for (embed, inner), count in Counter(_LINK.findall(piece)).items():
                 total += count
                 written["w", embed, inner] += count
                 if ("w", embed, inner) not in first:
-                    at = offset + start + piece.find(f"{embed}[[{inner}]]")
-                    first["w", embed, inner] = (at, parse_link(inner, bool(embed)))
+                    met.append((piece.find(f"{embed}[[{inner}]]"), ("w", embed, inner), parse_link(inner, bool(embed))))
         if markdown and "](" in piece:
-            for (embed, label, raw), count in Counter(_MD_LINK.findall(piece)).items():
-                key = ("m", embed, label, raw)
-                if key not in first:
-                    path = raw[1:-1] if raw.startswith("<") else raw
-                    link = _markdown_link(path, bool(embed), label, extensions)
-                    if link is None:
-                        continue
-                    first[key] = (offset + start + piece.find(f"[{label}]("), link)
-                total += count
-                written[key] += count
+            total += _count_markdown(piece, extensions, first, written, met)
+        met.sort(key=lambda item: item[0])
+        where, counted = line, 0
+        for pos, key, link in met:
+            where += piece.count("\n", counted, pos)
+            counted = pos
+            first[key] = (offset + at + pos, link, where)
+        line += piece.count("\n") if at + len(piece) < len(text) else 0
+    return total
+
+
+def _count_markdown(
+    piece: str,
+    extensions: tuple[str, ...],
+    first: dict[tuple[str, ...], _First],
+    written: Counter[tuple[str, ...]],
+    met: list[tuple[int, tuple[str, ...], Link]],
+) -> int:
+    """_count_links for the Markdown links of one chunk: how many it holds; those not met before are added
+    to `met`, each at its first match."""
+    total = 0
+    new: dict[tuple[str, ...], Link] = {}
+    for (embed, label, raw), count in Counter(_MD_LINK.findall(piece)).items():
+        key = ("m", embed, label, raw)
+        if key not in first:
+            path = raw[1:-1] if raw.startswith("<") else raw
+            link = _markdown_link(path, bool(embed), label, extensions)
+            if link is None:
+                continue
+            new[key] = link
+        total += count
+        written[key] += count
+    if new:
+        for match in _MD_LINK.finditer(piece):
+            seen: tuple[str, ...] = ("m", *match.groups())
+            link = new.pop(seen, None)
+            if link is not None:
+                met.append((match.start(), seen, link))
+                if not new:
+                    break
     return total
 
 
