@@ -98,8 +98,10 @@ class Browser:
     def open(self, path: Path) -> None:
         self.call("Page.navigate", {"url": path.resolve().as_uri()}, session=True)
 
-    def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True)
+    def evaluate(self, expression: str, *, wait: bool = False) -> Any:
+        """The value of `expression`; with `wait`, of the promise it gives, once it settles."""
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": wait}
+        result = self.call("Runtime.evaluate", params, session=True)
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 240) -> Any:

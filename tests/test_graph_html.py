@@ -5,6 +5,7 @@ text as markup. Skipped where Chromium is absent (CI installs it); the static ch
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,49 @@ def test_the_page_lays_out_and_draws_every_node_offline(hostile: Path, run: Any,
     finally:
         browser.close()
     assert urls and all(u.startswith(("file://", "blob:", "data:")) for u in urls), urls
+
+
+@pytest.fixture
+def big(vault: Path) -> Path:
+    """2,000 small notes in 6 folders, each linking to 3 others (most in its own folder), like a real vault."""
+    rng = random.Random(24)
+    folders = ("ops", "people", "projects/a", "projects/b", "ref", "daily")
+    names = [f"{folders[i % len(folders)]}/n{i}" for i in range(2000)]
+    for i, name in enumerate(names):
+        same = [j for j in (rng.randrange(i % 6, 2000, 6) for _ in range(2)) if j != i]
+        links = " ".join(f"[[{names[j]}]]" for j in [*same, rng.randrange(2000)])
+        write_file(vault / f"{name}.md", f"---\ntags: [t{i % 9}]\n---\n# Note {i}\n\n{links}\n")
+    return vault
+
+
+@needs_chromium
+def test_a_graph_of_thousands_of_notes_finishes_its_layout_and_draws_every_node(
+    big: Path, run: Any, tmp_path: Path
+) -> None:
+    page, graph = _page(run, tmp_path)
+    assert len(graph["nodes"]) == 2000 and len(graph["edges"]) > 5000
+    browser = Browser(1000, 700)
+    try:
+        browser.open(page)
+        # the whole layout, in a generous time (a few seconds on a quiet machine; minutes before it was made quick)
+        state = browser.wait_for("window.amemGraph && window.amemGraph.frameMs !== null && window.amemGraph", 45)
+        assert state["nodes"] == state["drawn"] == 2000 and state["edges"] == len(graph["edges"])
+        assert state["tick"] == state["ticks"] > 0  # every step of the layout ran
+        # every node is somewhere on the canvas, at a finite place, after the view fits the settled layout
+        places = browser.evaluate("window.amemGraph.places()")
+        assert all(0 <= sx <= 1000 and 0 <= sy <= 700 for sx, sy in places), "a node off the canvas"
+        assert len({(round(sx), round(sy)) for sx, sy in places}) > 1200  # spread out, not piled up
+        colours, drawn_share = colour_census(browser.screenshot(scale=0.3))
+        assert colours > 20 and drawn_share > 0.05, (colours, drawn_share)
+        # panning the big graph moves the view; when the hand stops, every node is drawn again
+        before = browser.evaluate("window.amemGraph.view()")
+        for kind, at in (("pointerdown", 400), ("pointermove", 430), ("pointermove", 470), ("pointerup", 470)):
+            browser.evaluate(
+                f"document.getElementById('view').dispatchEvent(new PointerEvent('{kind}', "
+                f"{{clientX: {at}, clientY: 300, pointerId: 1, bubbles: true}}))"
+            )
+        assert browser.evaluate("window.amemGraph.view().tx") == pytest.approx(before["tx"] + 70)
+        browser.evaluate("window.amemGraph.select(null); window.amemGraph.fit()")
+        assert browser.wait_for("window.amemGraph.drawnNow() === 2000", 10)
+    finally:
+        browser.close()
