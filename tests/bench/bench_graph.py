@@ -169,9 +169,10 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=10)
     parser.add_argument("--reference", help="a git revision whose page loads beside this one (e.g. main)")
     parser.add_argument("--reference-loads", type=int, default=3, help="loads of the reference page (slow)")
+    parser.add_argument("--work", type=Path, help="a folder to keep the vaults in (v10000, cache10000...) and reuse")
     args = parser.parse_args()
     amem = str(Path(sys.executable).parent / "amem")
-    work = Path(tempfile.mkdtemp(prefix="amem-bench-graph-"))
+    work = args.work or Path(tempfile.mkdtemp(prefix="amem-bench-graph-"))
     print(f"load average: {os.getloadavg()}")
     try:
         for notes in args.notes:
@@ -182,7 +183,8 @@ def main() -> None:
             for notes in args.browser:
                 browser_layout(work, notes, args.loads, amem, args.reference, args.reference_loads)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
     print(f"load average: {os.getloadavg()}")
 
 
