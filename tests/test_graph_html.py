@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from amem.graphview.html import VENDOR
 from tests.browser import Browser, chromium_binary, colour_census
 from tests.conftest import write_file
 from tests.installed import installed_runner
@@ -165,3 +166,47 @@ def test_a_graph_of_thousands_of_notes_finishes_its_layout_and_draws_every_node(
         assert browser.wait_for("window.amemGraph.drawnNow() === 2000", 10)
     finally:
         browser.close()
+
+
+#: Our many-body force and d3's on the same 3,000 points and a pile of 40 at one place, each against the exact
+#: forces (d3's, theta near 0): the relative error of each, for three thetas.
+AGREEMENT = """
+const n = 3000, points = [];
+let seed = 7; const next = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+for (let i = 0; i < n; i++) points.push({ index: i, x: 900 * next() - 450, y: 600 * next() - 300 });
+for (let i = 0; i < 40; i++) points.push({ index: n + i, x: 5, y: 5 });  // a pile at one place
+function run(force) {
+  const copy = points.map((d) => ({ index: d.index, x: d.x, y: d.y, vx: 0, vy: 0 }));
+  force.initialize(copy, next); force(0.5); return copy;
+}
+const exact = run(d3.forceManyBody().strength(-40).theta(0.01));
+function error(got) {
+  let off = 0, size = 0;
+  got.forEach((d, i) => {  // the pile's forces are random (coincident points are pushed apart at random)
+    if (i >= n) return;
+    off += Math.hypot(d.vx - exact[i].vx, d.vy - exact[i].vy); size += Math.hypot(exact[i].vx, exact[i].vy);
+  });
+  return got.every((d) => Number.isFinite(d.vx) && Number.isFinite(d.vy)) ? off / size : Infinity;
+}
+window.result = [0.5, 0.9, 1.2].map((theta) => [theta,
+  error(run(d3.forceManyBody().strength(-40).theta(theta))), error(run(manyBody(-40, theta, Infinity)))]);
+"""
+
+
+@needs_chromium
+def test_the_pages_many_body_force_is_as_close_to_the_exact_one_as_d3s(tmp_path: Path) -> None:
+    here = Path(__file__).parent.parent / "cli/amem/graphview"
+    page = (here / "page.html").read_text(encoding="utf-8")
+    force = page[page.index("  function manyBody(") : page.index("  function layout(")]
+    vendor = "\n".join((here / f"vendor/{name}.min.js").read_text() for name in VENDOR)
+    test = tmp_path / "force.html"
+    test.write_text(f"<!doctype html><script>{vendor}\n{force}\n{AGREEMENT}</script>", encoding="utf-8")
+    browser = Browser(400, 300)
+    try:
+        browser.open(test)
+        result = browser.wait_for("window.result", 60)
+    finally:
+        browser.close()
+    for theta, d3s, ours in result:
+        assert ours < 1.25 * d3s + 0.0005, (theta, d3s, ours)  # as good as d3's Barnes–Hut (0.2 to 2 %)
+        assert ours > 0  # an approximation, but of these forces: not the exact ones computed again
