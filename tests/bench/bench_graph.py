@@ -119,7 +119,7 @@ def load(page: Path, timeout: float) -> dict[str, float]:
     try:
         browser.open(page)
         state = browser.wait_for(READY, timeout)
-        state["moveMs"] = browser.evaluate(MOVING, wait=True)
+        state["moveMs"] = browser.evaluate(MOVING, wait=True, timeout=900)
         if state.get("firstDrawMs") is None:  # main's page: its layoutMs runs from its script's start
             state["firstLayoutMs"] = None
     finally:
@@ -144,6 +144,7 @@ def browser_layout(work: Path, notes: int, loads: int, amem: str, reference: str
         for name, page in pages.items():
             if name == "this" or number < reference_loads:
                 results[name].append(load(page, 1800))
+                print(f"  ({name}, load {number + 1}: {results[name][-1]})", file=sys.stderr, flush=True)
     one = results["this"][0]
     print(f"\nbrowser, {notes} notes ({one['nodes']} nodes, {one['edges']} edges), load {os.getloadavg()[0]:.1f}")
     for name, runs in results.items():
