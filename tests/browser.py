@@ -68,14 +68,16 @@ class Browser:
             session=True,
         )
 
-    def call(self, method: str, params: dict[str, Any] | None = None, *, session: bool = False) -> dict[str, Any]:
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, *, session: bool = False, timeout: float = 60
+    ) -> dict[str, Any]:
         self._next += 1
         message: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
         if session:
             message["sessionId"] = self.session
         os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
         while True:
-            answer = self._receive(60)
+            answer = self._receive(timeout)
             if answer.get("id") == self._next:
                 assert "error" not in answer, answer
                 result: dict[str, Any] = answer.get("result", {})
@@ -98,8 +100,10 @@ class Browser:
     def open(self, path: Path) -> None:
         self.call("Page.navigate", {"url": path.resolve().as_uri()}, session=True)
 
-    def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True)
+    def evaluate(self, expression: str, *, wait: bool = False, timeout: float = 60) -> Any:
+        """The value of `expression`; with `wait`, of the promise it gives, once it settles."""
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": wait}
+        result = self.call("Runtime.evaluate", params, session=True, timeout=timeout)
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 240) -> Any:
