@@ -24,6 +24,7 @@ has the sweep and the held-out figures.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -197,10 +198,19 @@ def fuse(
 
 
 def profile_of(model: str, embedder: object | None) -> Profile:
-    """The profile of `model` (a name of PROFILES, else DEFAULT_PROFILE), with the scripts the embedder
-    declares it reads (`scripts`), when it declares them, read fully."""
+    """The profile of `model` (a name of PROFILES, else DEFAULT_PROFILE), with the scripts the model
+    declares it reads, read fully: the embedder's `scripts`, or without the embedder (a keeper ranked) those
+    its folder declares (`models.declared_scripts`; an unreadable declaration: Latin only, as the model that
+    fails to load with it has no ranking to fuse)."""
     profile = PROFILES.get(model, DEFAULT_PROFILE)
     declared = getattr(embedder, "scripts", None)
+    if declared is None and embedder is None and os.path.isabs(model):  # a model folder's path
+        from .models import SemanticError, declared_scripts
+
+        try:
+            declared = declared_scripts(model)
+        except SemanticError:
+            declared = None
     if declared:
         return profile._replace(scripts=dict.fromkeys(declared, FULLY))
     return profile
