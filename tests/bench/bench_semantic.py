@@ -22,7 +22,8 @@ The models' cost table (docs/performance.md, "Semantic model"): for each model c
 process each, side by side and alternating, medians of --runs: load time, the chunks of --sample notes of
 each DIR (a genvault vault, a corpus) embedded (chunks/s, notes/s), query embedding ms, and the process's
 peak RSS. Configurations: static; minilm (int8, onnxruntime) with 1 and 2 threads; minilm with batches of
-8 padded texts (what batching would gain; amem embeds one text at a time, see amem.index.models); and,
+8 padded texts (what batching would gain; amem embeds one text at a time, see amem.index.models); minilm
+with texts cut to 128 tokens instead of 256 (what a shorter truncation would save); and,
 with --fp32, a sentence-transformers folder (model.safetensors) run by amem's numpy encoder.
 """
 
@@ -185,6 +186,8 @@ setting, folders, sample = json.loads(sys.argv[1])
 from amem.index import models, semantic
 if setting.get("threads"):
     models.MAX_THREADS = setting["threads"]
+if setting.get("max_tokens"):
+    models.MAX_TOKENS = setting["max_tokens"]
 start = time.perf_counter()
 embedder = semantic.load_embedder(setting["model"])
 load_s = time.perf_counter() - start
@@ -233,6 +236,7 @@ def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None) -> Non
         "minilm, 2 threads": {"model": "minilm", "threads": 2},
         "minilm, 1 thread": {"model": "minilm", "threads": 1},
         "minilm, 2 threads, batches of 8": {"model": "minilm", "threads": 2, "batch": 8},
+        "minilm, 2 threads, cut to 128 tokens": {"model": "minilm", "threads": 2, "max_tokens": 128},
     }
     if fp32 is not None:
         settings["fp32 numpy (model folder)"] = {"model": str(fp32)}
