@@ -78,6 +78,18 @@ def exact_title(conn: object, ranker: object, titled: list[int], scores: dict[in
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
+def print_misses(ranker: relevance.Ranker, loaded: dict[str, list[dict[str, object]] | None]) -> None:
+    """Each query whose page is not first: the page, its rank (None: below DEPTH) and what came first."""
+    for name, queries in loaded.items():
+        for query in queries or []:
+            ranked = ranker(str(query["query"]))
+            wanted = set(query["relevant"])  # type: ignore[call-overload]
+            if not ranked or ranked[0] not in wanted:
+                at = next((i + 1 for i, note_id in enumerate(ranked) if note_id in wanted), None)
+                first = ranked[0] if ranked else None
+                print(f"  miss {name}: {query['query']!r} wants {sorted(wanted)} at {at}, first {first}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", nargs="*", default=["vue-docs-en", "vue-docs-zh"])
@@ -87,6 +99,7 @@ def main() -> None:
     parser.add_argument("--head-weight", type=float, nargs="*", help="BM25 weights of the id and title")
     parser.add_argument("--headings-weight", type=float, nargs="*", help="BM25 weights of the headings")
     parser.add_argument("--exact-title", type=float, nargs="*", default=[0.0], help="the experiment's shares")
+    parser.add_argument("--misses", action="store_true", help="list each setting's queries not answered first")
     args = parser.parse_args()
     from amem.index import rank
 
@@ -109,6 +122,8 @@ def main() -> None:
                 cells = "  ".join(f"{value:11.4f}" for value in found)
                 setting = f"{title:5}  {headings:8}  {head_w:5}  {headings_w:5}  {exact:5}"
                 print(f"{corpus:13} {setting}  {cells}", flush=True)
+                if args.misses:
+                    print_misses(ranker, loaded)
 
 
 if __name__ == "__main__":
