@@ -228,7 +228,7 @@ print(json.dumps({"load_s": load_s, "chunks": len(texts), "notes": notes, "embed
 """
 
 
-def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None) -> None:
+def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None, only: list[str] | None = None) -> None:
     import json
 
     settings: dict[str, dict[str, object]] = {
@@ -240,11 +240,17 @@ def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None) -> Non
     }
     if fp32 is not None:
         settings["fp32 numpy (model folder)"] = {"model": str(fp32)}
+        # OpenBLAS's own threads, which wait by spinning, against one: what they cost on a loaded machine
+        one_thread = {"OPENBLAS_NUM_THREADS": "1"}
+        settings["fp32 numpy (model folder), one BLAS thread"] = {"model": str(fp32), "env": one_thread}
+    if only:
+        settings = {name: setting for name, setting in settings.items() if any(word in name for word in only)}
     got: dict[str, list[dict[str, float]]] = {name: [] for name in settings}
     for _ in range(runs):
         for name, setting in settings.items():
             arg = json.dumps([setting, [str(f) for f in folders], sample])
-            out = subprocess.run([sys.executable, "-c", _COST_CHILD, arg], capture_output=True, text=True)
+            env = {**os.environ, **setting.get("env", {})}  # type: ignore[dict-item]
+            out = subprocess.run([sys.executable, "-c", _COST_CHILD, arg], capture_output=True, text=True, env=env)
             if out.returncode:
                 raise SystemExit(f"{name}: {out.stderr}")
             got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -264,6 +270,7 @@ def main() -> None:
     parser.add_argument("--costs", type=Path, nargs="+", help="the model cost table over these vaults")
     parser.add_argument("--sample", type=int, default=60, help="--costs: notes per vault")
     parser.add_argument("--fp32", type=Path, help="--costs: a sentence-transformers folder with model.safetensors")
+    parser.add_argument("--only", nargs="+", help="--costs: only the configurations whose name holds one of these")
     parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-semantic"))
@@ -272,7 +279,7 @@ def main() -> None:
     parser.add_argument("--keeper-only", action="store_true", help="only the figures with and without a keeper")
     args = parser.parse_args()
     if args.costs:
-        costs(args.costs, args.sample, args.runs, args.fp32)
+        costs(args.costs, args.sample, args.runs, args.fp32, args.only)
         return
     if not Path(AMEM).exists():
         raise SystemExit(f"{AMEM} does not exist: pip install '.[semantic]' first")
