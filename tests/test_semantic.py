@@ -343,12 +343,13 @@ def brute_force(config: Any, query: str) -> list[tuple[str, float]]:
         rows = semantic.vectors_of(index.conn)
     finally:
         index.close()
-    probe = semantic.load_embedder().embed([query])[0].astype(np.float16)
+    # the stored float16 vectors and the float16 query, multiplied in float32
+    probe = semantic.load_embedder().embed([query])[0].astype(np.float16).astype(np.float32)
     scores = []
     for note_id, (_, blob) in rows.items():
-        vectors = np.frombuffer(blob, dtype=np.float16).reshape(-1, 256)
+        vectors = np.frombuffer(blob, dtype=np.float16).reshape(-1, 256).astype(np.float32)
         if len(vectors):
-            scores.append((note_id, round(float(max((v @ probe).astype(np.float32) for v in vectors)), 6)))
+            scores.append((note_id, round(float((vectors @ probe).max()), 6)))
     return sorted(scores, key=lambda item: (-item[1], item[0]))
 
 

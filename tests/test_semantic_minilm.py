@@ -224,3 +224,81 @@ def test_the_keeper_embeds_in_the_background(minilm_vault: Path) -> None:
         assert result["semanticCoverage"] == 1.0 and result["hits"][0]["id"] == "sailing.md"
     finally:
         keeper.stop(signal.SIGKILL)
+
+
+_PROBE = (
+    "import sys\nimport amem.cli\ncode = amem.cli.run(sys.argv[1:])\n"
+    "print(code, 'numpy' in sys.modules, file=sys.stderr)\n"
+)
+
+
+def _explained(query: str) -> tuple[dict[str, Any], bool, str]:
+    """`amem search --semantic --explain QUERY` in a fresh interpreter: its JSON, whether it imported numpy
+    (it does not when a keeper answered the semantic ranking), and its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "search", "--semantic", "--explain", query],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    *warnings, last = done.stderr.splitlines()
+    assert last.split()[0] == "0", done.stderr
+    return json.loads(done.stdout), last.split()[1] == "True", "\n".join(warnings)
+
+
+def test_a_model_folder_declares_the_scripts_it_reads(minilm_vault: Path, isolated_env: Path) -> None:
+    import importlib.util
+
+    from tests.test_keeper import start_keeper
+
+    write_file(minilm_vault / "zh.md", "# 令牌\n\n访问令牌在十五分钟后过期，然后需要重新登录。\n")
+    spec = importlib.util.find_spec(models.MINILM_PACKAGE)
+    assert spec is not None and spec.submodule_search_locations
+    mine = isolated_env.parent / "home/.config/amem/multi"
+    mine.mkdir(parents=True)
+    shutil.copy(Path(list(spec.submodule_search_locations)[0]) / "model.onnx", mine / "model.onnx")
+    shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
+    write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: multi}\n")
+    amem("index")
+    query = "多久过期"
+    # undeclared: a Latin-only model, so a Chinese query stays keyword-only
+    undeclared, _, _ = _explained(query)
+    assert (undeclared["fusion"]["why"], undeclared["fusion"]["weight"]) == ("script", 0.0)
+    # the folder says it reads Chinese too: the query is fused, and its vectors stay the same (same name)
+    before = rows(minilm_vault)
+    (mine / models.SCRIPTS_FILE).write_text(json.dumps({"scripts": ["latin", "cjk"]}), encoding="utf-8")
+    declared, _, _ = _explained(query)
+    assert declared["fusion"]["script"] == "cjk" and declared["fusion"]["why"] != "script"
+    assert declared["fusion"]["weight"] > 0 and declared["semantic"] == "ok"
+    assert json.loads(amem("index").stdout).get("embedded", 0) == 0 and rows(minilm_vault) == before
+    # a keeper answering the semantic ranking: the same fusion, from a search that loads no model
+    os.environ["XDG_CACHE_HOME"], saved = tempfile_short(), os.environ["XDG_CACHE_HOME"]
+    try:
+        amem("index")
+        keeper = start_keeper()
+        try:
+            for _ in range(50):  # the keeper loads the model on the first semantic request
+                through, numpy, _ = _explained(query)
+                if not numpy:
+                    break
+                time.sleep(0.2)
+            assert not numpy, "the keeper never answered the semantic ranking"
+            assert through["fusion"] == declared["fusion"] and through["hits"] == declared["hits"]
+        finally:
+            keeper.stop(signal.SIGKILL)
+    finally:
+        shutil.rmtree(os.environ["XDG_CACHE_HOME"], ignore_errors=True)
+        os.environ["XDG_CACHE_HOME"] = saved
+    # a declaration amem cannot read is the model's error, said without a host path
+    for bad in ("{not json", json.dumps({"scripts": ["klingon"]}), json.dumps({"scripts": "latin"})):
+        (mine / models.SCRIPTS_FILE).write_text(bad, encoding="utf-8")
+        result, _, warnings = _explained(query)
+        assert (result["semantic"], result["fused"]) == ("error", False)
+        assert models.SCRIPTS_FILE in warnings and str(isolated_env.parent) not in warnings
+
+
+def tempfile_short() -> str:
+    """A cache folder with a short path, so that the keeper's socket path fits."""
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="amc", dir="/tmp")

@@ -22,7 +22,8 @@ The models' cost table (docs/performance.md, "Semantic model"): for each model c
 process each, side by side and alternating, medians of --runs: load time, the chunks of --sample notes of
 each DIR (a genvault vault, a corpus) embedded (chunks/s, notes/s), query embedding ms, and the process's
 peak RSS. Configurations: static; minilm (int8, onnxruntime) with 1 and 2 threads; minilm with batches of
-8 padded texts (what batching would gain; amem embeds one text at a time, see amem.index.models); and,
+8 padded texts (what batching would gain; amem embeds one text at a time, see amem.index.models); minilm
+with texts cut to 128 tokens instead of 256 (what a shorter truncation would save); and,
 with --fp32, a sentence-transformers folder (model.safetensors) run by amem's numpy encoder.
 """
 
@@ -185,6 +186,8 @@ setting, folders, sample = json.loads(sys.argv[1])
 from amem.index import models, semantic
 if setting.get("threads"):
     models.MAX_THREADS = setting["threads"]
+if setting.get("max_tokens"):
+    models.MAX_TOKENS = setting["max_tokens"]
 start = time.perf_counter()
 embedder = semantic.load_embedder(setting["model"])
 load_s = time.perf_counter() - start
@@ -225,7 +228,7 @@ print(json.dumps({"load_s": load_s, "chunks": len(texts), "notes": notes, "embed
 """
 
 
-def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None) -> None:
+def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None, only: list[str] | None = None) -> None:
     import json
 
     settings: dict[str, dict[str, object]] = {
@@ -233,14 +236,21 @@ def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None) -> Non
         "minilm, 2 threads": {"model": "minilm", "threads": 2},
         "minilm, 1 thread": {"model": "minilm", "threads": 1},
         "minilm, 2 threads, batches of 8": {"model": "minilm", "threads": 2, "batch": 8},
+        "minilm, 2 threads, cut to 128 tokens": {"model": "minilm", "threads": 2, "max_tokens": 128},
     }
     if fp32 is not None:
         settings["fp32 numpy (model folder)"] = {"model": str(fp32)}
+        # OpenBLAS's own threads, which wait by spinning, against one: what they cost on a loaded machine
+        one_thread = {"OPENBLAS_NUM_THREADS": "1"}
+        settings["fp32 numpy (model folder), one BLAS thread"] = {"model": str(fp32), "env": one_thread}
+    if only:
+        settings = {name: setting for name, setting in settings.items() if any(word in name for word in only)}
     got: dict[str, list[dict[str, float]]] = {name: [] for name in settings}
     for _ in range(runs):
         for name, setting in settings.items():
             arg = json.dumps([setting, [str(f) for f in folders], sample])
-            out = subprocess.run([sys.executable, "-c", _COST_CHILD, arg], capture_output=True, text=True)
+            env = {**os.environ, **setting.get("env", {})}  # type: ignore[dict-item]
+            out = subprocess.run([sys.executable, "-c", _COST_CHILD, arg], capture_output=True, text=True, env=env)
             if out.returncode:
                 raise SystemExit(f"{name}: {out.stderr}")
             got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -260,6 +270,7 @@ def main() -> None:
     parser.add_argument("--costs", type=Path, nargs="+", help="the model cost table over these vaults")
     parser.add_argument("--sample", type=int, default=60, help="--costs: notes per vault")
     parser.add_argument("--fp32", type=Path, help="--costs: a sentence-transformers folder with model.safetensors")
+    parser.add_argument("--only", nargs="+", help="--costs: only the configurations whose name holds one of these")
     parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-semantic"))
@@ -268,7 +279,7 @@ def main() -> None:
     parser.add_argument("--keeper-only", action="store_true", help="only the figures with and without a keeper")
     args = parser.parse_args()
     if args.costs:
-        costs(args.costs, args.sample, args.runs, args.fp32)
+        costs(args.costs, args.sample, args.runs, args.fp32, args.only)
         return
     if not Path(AMEM).exists():
         raise SystemExit(f"{AMEM} does not exist: pip install '.[semantic]' first")

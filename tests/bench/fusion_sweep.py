@@ -2,11 +2,21 @@
 of evidence, on the tuning sets only (headings, titles, paraphrases; never the held-out questions).
 
     python tests/bench/fusion_sweep.py --model static [--corpus vue-docs-en vue-docs-zh] [--json]
+    python tests/bench/fusion_sweep.py --model minilm --choose [--folds 5]
 
 Each query's keyword ranking, semantic ranking and evidence are computed once; the fusion of every candidate
 weight is then scored from them. The evidence decides a query's kind (fusion.decide, at each MARGIN tried),
 and a kind's weight moves only the queries of that kind, so the table gives, per kind and per candidate
 weight, the MRR@10 of every set with the other kinds at the chosen constants.
+
+`--choose` is how the weights are chosen, without looking at the held-out sets: the tuning queries are split
+into FOLDS folds (every set split alike: query i of a set in fold i mod FOLDS); for each fold and each kind
+of evidence, the weight that maximises the macro-average MRR@10 of the other folds (each set weighing the
+same, so 530 headings do not drown 48 paraphrases), the smallest weight within FLAT of that maximum (the
+flattest, most conservative optimum); the weight chosen is the median of the folds' choices. A kind's weight
+moves only the queries of that kind, so the kinds are chosen independently (MARGIN and k as they are). It
+prints the folds' choices, the cross-validated macro MRR@10 (each fold scored with the weights chosen
+without it) beside keywords alone, and the report of every set, held-out included, at the chosen weights.
 """
 
 from __future__ import annotations
@@ -26,6 +36,9 @@ TUNING_SETS = ("headings", "titles", "paraphrases")
 CANDIDATES = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
 MARGINS = (1.3, 1.6, 2.0, 3.0, float("inf"))
 KS = (5, 10)
+FOLDS = 5
+#: A weight whose macro MRR@10 is within this of the best counts as optimal: the smallest such is chosen.
+FLAT = 0.002
 
 
 def collect(corpus: str, model: str, keep: Path | None = None) -> list[dict[str, Any]]:
@@ -175,13 +188,84 @@ def sweep(corpora: list[str], model: str, cache: Path | None = None) -> dict[str
     return {"model": model, "rows": rows, "kinds": counts}
 
 
+def choose(corpora: list[str], model: str, cache: Path | None, folds: int = FOLDS) -> dict[str, Any]:
+    """The weights per kind of evidence chosen by cross-validation on the tuning sets (see the docstring)."""
+    import statistics
+
+    from amem.index import fusion, semantic
+
+    everything = gather(corpora, model, cache)
+    profile = fusion.profile_of(semantic.ALIASES.get(model, model), None)
+    for query in everything:
+        query["profile"] = profile
+    tuning = [q for q in everything if q["set"] in TUNING_SETS]
+    sizes: dict[tuple[str, str], int] = {}
+    for q in tuning:
+        key = (q["corpus"], q["set"])
+        q["fold"] = sizes.get(key, 0) % folds
+        sizes[key] = sizes.get(key, 0) + 1
+    kinds = {id(q): kind(q, fusion.MARGIN, profile.weights)[0] for q in tuning}
+    caps = {id(q): profile.scripts.get(q["plan"].evidence.script, 0.0) for q in tuning}
+    rr = {id(q): {w: reciprocal(q, min(w, caps[id(q)]), fusion.RRF_K) for w in CANDIDATES} for q in tuning}
+
+    def macro(name: str, weight: float, within: list[int]) -> float:
+        """The contribution of kind `name`'s queries in folds `within` at `weight` to the sum over sets of
+        their MRR@10 within those folds (the macro average × the number of sets)."""
+        shares = {key: sum(1 for i in range(size) if i % folds in within) for key, size in sizes.items()}
+        total = 0.0
+        for q in tuning:
+            if q["fold"] in within and kinds[id(q)] == name:
+                total += rr[id(q)][weight] / shares[(q["corpus"], q["set"])]
+        return total
+
+    chosen: dict[str, float] = {"script": 0.0}
+    per_fold: dict[str, list[float]] = {}
+    for name in profile.weights:
+        if name == "script":
+            continue
+        picks = []
+        for fold in range(folds):
+            others = [f for f in range(folds) if f != fold]
+            scores = {w: macro(name, w, others) for w in CANDIDATES}
+            best = max(scores.values())
+            picks.append(min(w for w, value in scores.items() if value >= best - FLAT * len(sizes)))
+        per_fold[name] = picks
+        chosen[name] = min(CANDIDATES, key=lambda w: abs(w - statistics.median(picks)))
+    cv = {"keywords": 0.0, "chosen": 0.0}
+    for fold in range(folds):  # each fold scored with the weights its own choice saw nothing of
+        for name, picks in per_fold.items():
+            cv["chosen"] += macro(name, picks[fold], [fold]) / folds
+            cv["keywords"] += macro(name, 0.0, [fold]) / folds
+    for q in everything:
+        q["profile"] = profile._replace(weights=chosen)
+    return {
+        "model": model,
+        "folds": per_fold,
+        "chosen": chosen,
+        "cv_macro_gain": round((cv["chosen"] - cv["keywords"]) / len(sizes), 4),
+        "rows": report(everything, sets_of(everything)),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="static")
     parser.add_argument("--corpus", nargs="+", default=["vue-docs-en", "vue-docs-zh"])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--cache", type=Path, help="keep the rankings in this file and read them from it")
+    parser.add_argument("--choose", action="store_true", help="choose the weights by cross-validation")
+    parser.add_argument("--folds", type=int, default=FOLDS)
     args = parser.parse_args(argv)
+    if args.choose:
+        picked = choose(args.corpus, args.model, args.cache, args.folds)
+        if args.json:
+            print(json.dumps(picked, indent=1))
+            return
+        print("folds:", json.dumps(picked["folds"]), "\nchosen:", json.dumps(picked["chosen"]))
+        print("cross-validated macro MRR@10 gain over keywords alone:", picked["cv_macro_gain"])
+        for row in picked["rows"]:
+            print(row["report"], row["set"], row["mrr@10"], row["recall@1"], row["recall@5"])
+        return
     found = sweep(args.corpus, args.model, args.cache)
     if args.json:
         print(json.dumps(found, indent=1))

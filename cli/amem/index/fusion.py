@@ -17,13 +17,16 @@ makes every Chinese query worse. So each query gets its own semantic weight, fro
 Each model has its own weights, and for each script it reads a cap on them (`PROFILES`): a stronger model
 earns more weight, and a model weak in a script gets little there.
 
-The constants were chosen by a sweep over tests/bench/relevance.py's headings, titles and paraphrases sets of
-the Vue documentation (English and Chinese), never its held-out sets; docs/performance.md, "Fusion per query",
-has the sweep and the held-out figures.
+The weights were chosen on tests/bench/relevance.py's headings, titles and paraphrases sets of the Vue
+documentation (English and Chinese), never its held-out sets: minilm's by 5-fold cross-validation over those
+sets (`tests/bench/fusion_sweep.py --choose`: per kind of evidence, the median of the folds' choices, each
+the smallest weight within 0.002 macro MRR@10 of the best), wordllama's by the sweep before it;
+docs/performance.md, "Fusion per query", has the folds, the sweep and the held-out figures.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -53,14 +56,15 @@ class Profile(NamedTuple):
     scripts: dict[str, float]
 
 
-#: Per model, as measured (docs/performance.md, "Fusion per query"). wordllama's static vectors (`static`)
-#: are weak but real on Chinese (semantic-only MRR 0.60 on Chinese headings): a little weight there helps,
-#: more hurts. all-MiniLM-L6-v2 is trained on English and makes every Chinese set worse: Latin only.
+#: Per model, as chosen (see the module's docstring; docs/performance.md, "Fusion per query"). wordllama's
+#: static vectors (`static`) are weak but real on Chinese (semantic-only MRR 0.60 on Chinese headings): a
+#: little weight there helps, more hurts. all-MiniLM-L6-v2 is trained on English and makes every Chinese set
+#: worse: Latin only.
 PROFILES: dict[str, Profile] = {
     "wordllama": Profile(
         {"script": 0.0, "phrase": 0.2, "margin": 0.1, "question": 0.75, "words": 0.2}, {"latin": FULLY, "cjk": 0.2}
     ),
-    "minilm": Profile({"script": 0.0, "phrase": 0.1, "margin": 0.5, "question": 2.0, "words": 0.5}, {"latin": FULLY}),
+    "minilm": Profile({"script": 0.0, "phrase": 0.0, "margin": 1.0, "question": 1.0, "words": 0.5}, {"latin": FULLY}),
 }
 #: A model amem does not know (a folder of the user's): a sentence model's weights, Latin only unless the
 #: model declares the scripts it reads (an embedder's `scripts`, e.g. ("latin", "cjk")).
@@ -197,10 +201,19 @@ def fuse(
 
 
 def profile_of(model: str, embedder: object | None) -> Profile:
-    """The profile of `model` (a name of PROFILES, else DEFAULT_PROFILE), with the scripts the embedder
-    declares it reads (`scripts`), when it declares them, read fully."""
+    """The profile of `model` (a name of PROFILES, else DEFAULT_PROFILE), with the scripts the model
+    declares it reads, read fully: the embedder's `scripts`, or without the embedder (a keeper ranked) those
+    its folder declares (`models.declared_scripts`; an unreadable declaration: Latin only, as the model that
+    fails to load with it has no ranking to fuse)."""
     profile = PROFILES.get(model, DEFAULT_PROFILE)
     declared = getattr(embedder, "scripts", None)
+    if declared is None and embedder is None and os.path.isabs(model):  # a model folder's path
+        from .models import SemanticError, declared_scripts
+
+        try:
+            declared = declared_scripts(model)
+        except SemanticError:
+            declared = None
     if declared:
         return profile._replace(scripts=dict.fromkeys(declared, FULLY))
     return profile

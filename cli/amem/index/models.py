@@ -10,7 +10,9 @@ A model folder of the user's (`semantic.model: PATH`) in the sentence-transforme
 through the same loader: `tokenizer.json`, and `model.onnx` (onnxruntime) or `model.safetensors` with its
 `config.json` (a BERT encoder run with numpy), pooled as `1_Pooling/config.json` says (mean by default).
 It has no hash constant (it is the user's), but the hashes of its files are the model's name, so a changed
-file re-embeds the vault.
+file re-embeds the vault. A folder may say which scripts its model reads in `amem.json`
+(`{"scripts": ["latin", "cjk"]}`; Latin only without it): a multilingual model's Chinese queries are then
+fused, not left to keywords. The file does not change the vectors, so it is not part of the model's name.
 
 Each text is embedded alone (a batch of one, no padding): onnxruntime's dynamic int8 quantisation scales by
 the whole batch, so a vector would otherwise depend on the texts embedded beside it; alone, a vector is a
@@ -41,6 +43,10 @@ MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014
 #: sentence-transformers/all-MiniLM-L6-v2's published tokenizer.json, shipped in amem/data/minilm.
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 EXTRA = "semantic-minilm"
+#: The file of a model folder that declares the scripts its model reads, and the scripts it may name
+#: (amem.index.fusion's: "latin", and "cjk" for Chinese, Japanese and Korean).
+SCRIPTS_FILE = "amem.json"
+SCRIPTS = ("latin", "cjk")
 
 #: Tokens a text is cut to (sentence-transformers' max_seq_length for all-MiniLM-L6-v2).
 MAX_TOKENS = 256
@@ -62,10 +68,20 @@ class Transformer:
     #: index`) and a search ranks what is there
     inline = False
 
-    def __init__(self, name: str, tokenizer_path: str, backend: Backend, pooling: str, files: dict[str, str]) -> None:
+    def __init__(
+        self,
+        name: str,
+        tokenizer_path: str,
+        backend: Backend,
+        pooling: str,
+        files: dict[str, str],
+        scripts: tuple[str, ...] | None = None,
+    ) -> None:
         from tokenizers import Tokenizer
 
         self.name = name
+        #: the scripts the model reads, when its folder declares them (amem.index.fusion.profile_of)
+        self.scripts = scripts
         #: the SHA-256 of each file the model was loaded from, by file name
         self.files = files
         self.tokenizer = Tokenizer.from_file(tokenizer_path)
@@ -313,4 +329,24 @@ def folder(path: str) -> Transformer:
         elif settings.get("pooling_mode_max_tokens"):
             pooling = "max"
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
-    return Transformer(f"folder-{digest[:32]}", tokenizer, backend, pooling, files)
+    return Transformer(f"folder-{digest[:32]}", tokenizer, backend, pooling, files, declared_scripts(path))
+
+
+def declared_scripts(path: str) -> tuple[str, ...] | None:
+    """The scripts model folder `path` declares in SCRIPTS_FILE (`{"scripts": ["latin", "cjk"]}`), None
+    without the file; SemanticError when the file is there but is not such a declaration. Read without
+    loading the model, so that a search answered by the keeper fuses as one that loads it."""
+    where = os.path.join(path, SCRIPTS_FILE)
+    try:
+        with open(where, encoding="utf-8") as handle:
+            settings = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise SemanticError(f"the model folder's {SCRIPTS_FILE} cannot be read ({type(exc).__name__})") from None
+    scripts = settings.get("scripts") if isinstance(settings, dict) else None
+    if not isinstance(scripts, list) or not scripts or any(name not in SCRIPTS for name in scripts):
+        raise SemanticError(
+            f'the model folder\'s {SCRIPTS_FILE} must be {{"scripts": [...]}} naming some of {", ".join(SCRIPTS)}'
+        )
+    return tuple(dict.fromkeys(scripts))
