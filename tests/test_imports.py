@@ -119,8 +119,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "read": (
         ["read", "x"],
         NOTES_READ,
-        # index.health: the attachments a link names when it names no note
-        NOTES_READ_AMEM | ASK | {"amem.ops.read", "amem.notes.conflicts", "amem.index.health"},
+        # index.attached (index.health's resolver with it): the attachments a link names when it names no note
+        NOTES_READ_AMEM | ASK | {"amem.ops.read", "amem.notes.conflicts", "amem.index.attached", "amem.index.health"},
         "amem.ops.read",
     ),
     "search": (["search", "x"], NOTES, NOTES_AMEM | ASK | SEARCH_AMEM, "amem.index.search"),
