@@ -51,7 +51,8 @@ def age(vault: Path) -> None:
 def attachment_of(result: dict[str, Any], target: str) -> str | None:
     (link,) = [link for link in result["links"] if link["target"] == target]
     assert link["resolved"] is None
-    return link.get("attachment")
+    found = link.get("attachment")
+    return None if found is None else str(found)
 
 
 def test_a_read_with_a_link_to_no_note_lists_no_folder_once_warm_and_sees_every_change(
