@@ -80,7 +80,9 @@ def load(conn: sqlite3.Connection) -> Snapshot | None:
     if delta is None:
         return None
     base = _loads(conn.execute("SELECT value FROM meta WHERE key = ?", (BASE,)).fetchone())
-    if not (isinstance(base, tuple) and len(base) == 2 and isinstance(base[0], dict)):
+    # An older amem stores the folders in the base (and keeps no delta): a base of its making, written after
+    # this delta, is not the base this delta applies to.
+    if not (isinstance(base, tuple) and len(base) == 2 and isinstance(base[0], dict)) or base[1]:
         return None
     files: Files = base[0]
     changes, dirs = delta
