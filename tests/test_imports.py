@@ -60,6 +60,7 @@ NOTES = frozenset(
 NOTES_AMEM = frozenset(
     {
         "amem.index.index",
+        "amem.index.snapshot",
         "amem.index.batch",
         "amem.index.scan",
         "amem.index.sql",
@@ -82,6 +83,7 @@ NOTES_AMEM = frozenset(
 NOTES_READ = frozenset({"sqlite3", "bisect", "unicodedata", "fcntl"})
 NOTES_READ_AMEM = frozenset(
     {"amem.index.index", "amem.index.scan", "amem.index.sql", "amem.index.keeper_client", "amem.notes.links"}
+    | {"amem.index.snapshot"}  # what the index last stored of every note's (mtime, size)
     | {"amem.notes.parse", "amem.notes.simple_yaml", "amem.notes.ids", "amem.timefmt", "amem.cachedir"}
     | {"amem.atomicfile"}
 )
@@ -117,8 +119,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "read": (
         ["read", "x"],
         NOTES_READ,
-        # index.health: the attachments a link names when it names no note
-        NOTES_READ_AMEM | ASK | {"amem.ops.read", "amem.notes.conflicts", "amem.index.health"},
+        # index.attached (index.health's resolver with it): the attachments a link names when it names no note
+        NOTES_READ_AMEM | ASK | {"amem.ops.read", "amem.notes.conflicts", "amem.index.attached", "amem.index.health"},
         "amem.ops.read",
     ),
     "search": (["search", "x"], NOTES, NOTES_AMEM | ASK | SEARCH_AMEM, "amem.index.search"),

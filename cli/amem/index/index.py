@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import marshal
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -33,6 +32,7 @@ from ..notes.links import (
     resolve_stored,
 )
 from ..report import Reporter
+from . import snapshot as stored
 from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
 from .sql import select_in
 
@@ -51,8 +51,6 @@ BULK_RESOLUTION = 200
 #: meta key present while every note the last refresh found is in the index with its links resolved:
 #: absent in an index built empty, and during a refresh of more than one batch (another process's build)
 _COMPLETE = "complete"
-#: meta key of the marshalled ({id: (mtime_ns, size)}, {folder: mtime_ns}) a thorough refresh last stored
-_SNAPSHOT = f"snapshot-marshal-{marshal.version}"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -110,6 +108,9 @@ CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: re
 """
 
 
+_COLUMNS = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
+
+
 class RefreshStats:
     """What a refresh or update did. `warnings` name the notes that could not be indexed; `busy` says
     another process was refreshing and this one used the index as it was."""
@@ -129,6 +130,13 @@ class _Diff:
         self.dirs_changed = False
         #: a thorough scan found the stored snapshot missing or different, so it is to be written again
         self.snapshot_stale = False
+        #: the stored snapshot a thorough scan was compared with (None: there was none to trust)
+        self.known: stored.Snapshot | None = None
+        #: the notes whose (mtime, size) the scan found changed since that snapshot
+        self.changed: list[str] = []
+        #: the digest of the thorough scan (see snapshot.scan_sum), and how many notes it had then
+        self.digest: str | None = None
+        self.scanned = 0
 
     @property
     def pending(self) -> bool:
@@ -321,9 +329,11 @@ class VaultIndex:
 
                     sweep_temporaries(self.config, scan.temporaries)
                 diff = self._diff(scan)
-                if diff.pending or diff.snapshot_stale:
+                if diff.pending or (diff.snapshot_stale and diff.known is None):
                     self._apply(scan, diff, stats, snapshot=scan.listed is None)
                 else:
+                    if diff.snapshot_stale and diff.digest is not None:
+                        stored.store_digest(self.conn, diff.digest)  # the same notes, scanned in another order
                     self._mark_complete()  # an index of an amem that kept no such mark
                     self._write_search_rows()  # left by an interrupted refresh
                 self._created = False
@@ -399,13 +409,6 @@ class VaultIndex:
                 walker.list(rel, st.st_mtime_ns, skip=known_dirs)
         return scan
 
-    def _snapshot(self) -> object:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (_SNAPSHOT,)).fetchone()
-        try:
-            return marshal.loads(row[0]) if row else None
-        except (EOFError, ValueError, TypeError):
-            return None
-
     def _diff(self, scan: VaultScan) -> _Diff:
         """What the scan shows changed since the index was written. Only the rows that can differ are
         fetched: those of the notes whose (mtime, size) differ from the last thorough refresh's snapshot
@@ -425,27 +428,33 @@ class VaultIndex:
     def _rows_to_compare(self, scan: VaultScan, diff: _Diff) -> tuple[list[Any], Iterable[str], dict[str, int]]:
         """The index rows the scan may differ from, the ids that may be new, and the folders as last seen."""
         conn = self.conn
-        columns = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
-        rows = conn.execute(f"{columns} WHERE digest IS NOT NULL").fetchall()
-        candidates: Iterable[str] = scan.files
-        snapshot = self._snapshot() if scan.listed is None else None
-        if isinstance(snapshot, tuple):
-            # Folder mtimes only steer quick refreshes; a thorough one lists every folder anyway.
-            known_files, known_dirs = snapshot
-            files = scan.files
-            changed = [i for i, seen in files.items() if known_files.get(i) != seen]
-            changed += [i for i in known_files if i not in files]
-            rows += select_in(conn, f"{columns} WHERE id IN ({{}})", changed)
-            diff.snapshot_stale = bool(changed) or known_dirs != scan.dirs
-            return rows, changed, known_dirs
-        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
-        diff.snapshot_stale = scan.listed is None
+        rows = conn.execute(f"{_COLUMNS} WHERE digest IS NOT NULL").fetchall()
         if scan.listed is None:
-            rows = conn.execute(columns).fetchall()
-        else:
-            folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
-            rows += select_in(conn, f"{columns} WHERE folder IN ({{}})", folders)
-        return rows, candidates, known_dirs
+            return self._thorough_rows(scan, diff, rows)
+        known_dirs = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
+        folders = sorted(scan.listed | (known_dirs.keys() - scan.dirs.keys()))
+        rows += select_in(conn, f"{_COLUMNS} WHERE folder IN ({{}})", folders)
+        return rows, scan.files, known_dirs
+
+    def _thorough_rows(
+        self, scan: VaultScan, diff: _Diff, racy: list[Any]
+    ) -> tuple[list[Any], Iterable[str], dict[str, int]]:
+        """As `_rows_to_compare`, for a scan of every note: nothing but the racy rows when the scan's digest is
+        the stored one; else the rows of the notes whose (mtime, size) differ from the stored snapshot; with
+        no snapshot to trust, every row. Folder mtimes only steer quick refreshes: a thorough one lists every
+        folder anyway."""
+        conn = self.conn
+        diff.digest = stored.scan_sum(scan)  # first: before anything else refers to the scan's objects
+        diff.scanned = len(scan.files)
+        if stored.stored_sum(conn) == diff.digest:
+            return racy, [], scan.dirs
+        diff.snapshot_stale = True  # at least the digest is to be stored
+        known = diff.known = stored.load(conn)
+        if known is None:
+            return conn.execute(_COLUMNS).fetchall(), scan.files, dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
+        diff.changed = stored.changed_ids(scan.files, known.files)
+        racy += select_in(conn, f"{_COLUMNS} WHERE id IN ({{}})", diff.changed)
+        return racy, diff.changed, known.dirs
 
     @staticmethod
     def _compare(scan: VaultScan, known: dict[str, Any], diff: _Diff) -> list[Any]:
@@ -497,20 +506,31 @@ class VaultIndex:
 
     def _apply(self, scan: VaultScan, diff: _Diff, stats: RefreshStats, *, snapshot: bool) -> None:
         """Write the diff: removals first, then the notes to index in batches, each its own transaction;
-        the folder list and (thorough) the snapshot with the last. Until then the stored snapshot is
-        gone, so an interrupted refresh is finished by the next one, which finds the batches done."""
+        the folder list and the snapshot's delta (see snapshot.py) with the last. Until then the stored
+        snapshot is not trusted, so an interrupted refresh is finished by the next one, which compares every
+        row and finds the batches done."""
         from .batch import BATCH, _Batch  # here: a read of an unchanged vault writes no rows
 
         conn = self.conn
         batches = [diff.to_index[i : i + BATCH] for i in range(0, len(diff.to_index), BATCH)] or [[]]
         progress = self.reporter.progress("indexing", len(diff.to_index))
         work = _Batch(self, scan, stats, bulk=len(diff.to_index) > BULK_RESOLUTION, ids=diff.to_index)
+        touched = {*diff.to_index, *(note_id for _, note_id in diff.removed)}
+        keep = stored.Keeping(
+            conn,
+            scan,
+            touched | set(diff.changed),
+            known=diff.known,
+            digest=(diff.digest, diff.scanned) if snapshot and diff.digest is not None else None,
+            fold=snapshot and diff.known is None and diff.snapshot_stale,
+        )
         try:
             for number, batch in enumerate(batches):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     if number == 0:
-                        conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (_SNAPSHOT, _COMPLETE))
+                        conn.execute("DELETE FROM meta WHERE key = ?", (_COMPLETE,))
+                        stored.forget(conn)
                         if diff.settled:
                             conn.executemany(
                                 "UPDATE notes SET digest = NULL WHERE rowid = ?", [(r,) for r in diff.settled]
@@ -523,12 +543,7 @@ class VaultIndex:
                             conn.execute("DELETE FROM dirs")
                             conn.executemany("INSERT INTO dirs (path, mtime_ns) VALUES (?, ?)", scan.dirs.items())
                         conn.execute("INSERT OR REPLACE INTO meta VALUES (?, '1')", (_COMPLETE,))
-                        if snapshot:
-                            # scan.files now holds exactly the (mtime, size) stored for every note.
-                            conn.execute(
-                                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                (_SNAPSHOT, marshal.dumps((scan.files, scan.dirs))),
-                            )
+                        keep.store(diff.dirs_changed)
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")

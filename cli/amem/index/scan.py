@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Container
+from collections.abc import Container, Iterator
 from typing import TYPE_CHECKING
 
 from ..atomicfile import TEMP_SUFFIX
@@ -21,6 +21,8 @@ ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
 #: timestamp granularity (2 s on FAT, 1 s on ext3) without a visible mtime change: such files keep a
 #: content digest and such folders are listed again on the next refresh.
 RACY_NS = 2_000_000_000
+#: folders still to list, with their mtimes
+_Stack = list[tuple[str, int]]
 
 
 class VaultScan:
@@ -87,40 +89,53 @@ class Walker:
     def list(self, rel: str, mtime_ns: int, skip: Container[str] = ()) -> None:
         """Record folder `rel` and its notes; walk its subfolders, except those in `skip`."""
         stack = [(rel, mtime_ns)]
+        scan = self.scan
         while stack:
             rel, mtime_ns = stack.pop()
             try:
                 entries = os.scandir(self.folder_path(rel))
             except OSError:
                 continue
-            self.scan.dirs[rel] = -1 if mtime_ns >= self.racy_before else mtime_ns
-            if self.scan.listed is not None:
-                self.scan.listed.add(rel)
-            files = self.scan.files
-            extensions = self.extensions
+            scan.dirs[rel] = -1 if mtime_ns >= self.racy_before else mtime_ns
+            if scan.listed is not None:
+                scan.listed.add(rel)
             with entries:
-                # The hot loop of every search: notes first, with as few calls per entry as possible.
-                for entry in entries:
-                    name = entry.name
-                    try:
-                        if name.endswith(TEMP_SUFFIX):
-                            self.scan.temporaries.append(entry.path)
-                            continue
-                        if name.lower().endswith(extensions):
-                            if entry.is_symlink() and not may_read(entry.path, self.real_root):
-                                continue  # a link to outside the vault: never read
-                            st = entry.stat()
+                self._entries(rel, entries, stack, skip)
+
+    def _entries(self, rel: str, entries: Iterator[os.DirEntry[str]], stack: _Stack, skip: Container[str]) -> None:
+        """The hot loop of every search: per note one lstat (never dropped: it is how a search sees every
+        edit) and as few other calls as can be, names in their own case tried before lowering them."""
+        files = self.scan.files
+        extensions = self.extensions
+        for entry in entries:
+            name = entry.name
+            try:
+                if name.endswith(extensions) or name.lower().endswith(extensions):
+                    if name.endswith(TEMP_SUFFIX):
+                        self.scan.temporaries.append(entry.path)
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                    kind = st.st_mode & 0o170000
+                    if kind == 0o100000:
+                        files[rel + name] = (st.st_mtime_ns, st.st_size)
+                        continue
+                    if kind == 0o120000:  # a symlink: only to a file inside the vault
+                        if may_read(entry.path, self.real_root):
+                            st = os.stat(entry.path)
                             if st.st_mode & 0o170000 == 0o100000:
                                 files[rel + name] = (st.st_mtime_ns, st.st_size)
-                                continue
-                        if entry.is_dir(follow_symlinks=False):
-                            if self.skips_folder(name):
-                                continue
-                            sub = f"{rel}{name}/"
-                            if sub not in skip:
-                                stack.append((sub, entry.stat(follow_symlinks=False).st_mtime_ns))
-                    except OSError:
-                        continue  # deleted during the scan, or a broken symlink
+                        continue
+                elif name.endswith(TEMP_SUFFIX):
+                    self.scan.temporaries.append(entry.path)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if self.skips_folder(name):
+                        continue
+                    sub = f"{rel}{name}/"
+                    if sub not in skip:
+                        stack.append((sub, entry.stat(follow_symlinks=False).st_mtime_ns))
+            except OSError:
+                continue  # deleted during the scan, or a broken symlink
 
 
 def scan_vault(config: Config) -> VaultScan:

@@ -11,15 +11,16 @@ _STAMP = "n.mtime_ns || ':' || n.size || ':' || coalesce(n.digest, '')"
 
 def index_fingerprint(conn: sqlite3.Connection) -> str | None:
     """A digest that changes whenever today's index changes a note: the (mtime, size) snapshot of every note
-    its last full refresh stored, and the content digests of the notes too recent to trust their mtime.
-    None when there is no snapshot (a partial refresh left changes pending)."""
+    (its base and delta, see snapshot.py), and the content digests of the notes too recent to trust their
+    mtime. None when there is no snapshot to trust (an interrupted refresh left changes pending)."""
     from ..digest import sha1_hex
+    from .snapshot import stored_bytes
 
-    row = conn.execute("SELECT value FROM meta WHERE key LIKE 'snapshot-marshal-%'").fetchone()
-    if row is None or not isinstance(row[0], bytes):
+    state = stored_bytes(conn)
+    if state is None:
         return None
     racy = conn.execute("SELECT id, digest FROM notes WHERE digest IS NOT NULL ORDER BY id").fetchall()
-    return sha1_hex(row[0] + repr(racy).encode("utf-8"))
+    return sha1_hex(state + repr(racy).encode("utf-8"))
 
 
 def index_changes(conn: sqlite3.Connection, model: str) -> tuple[list[tuple[str, str]], list[str]]:

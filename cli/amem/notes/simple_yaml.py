@@ -7,45 +7,62 @@ the block with YAML, so the result is always what YAML gives.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z")
-#: A plain scalar YAML reads as that very string: starts with a letter, then letters, digits, spaces
-#: and punctuation that has no meaning in YAML's plain style here.
-_PLAIN = re.compile(r"[^\W\d_][\w .\-/()+&!?@$%^=~]*\Z")
-_INTEGER = re.compile(r"(?:0|[1-9][0-9]{0,17})\Z")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
-#: The timestamps amem itself writes (`2026-11-29T20:15:03+08:00`), a strict subset of YAML's.
-_DATETIME = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})?\Z"
-)
+
+class _Patterns(NamedTuple):
+    key: re.Pattern[str]
+    #: A plain scalar YAML reads as that very string: starts with a letter, then letters, digits, spaces
+    #: and punctuation that has no meaning in YAML's plain style here.
+    plain: re.Pattern[str]
+    integer: re.Pattern[str]
+    date: re.Pattern[str]
+    #: The timestamps amem itself writes (`2026-11-29T20:15:03+08:00`), a strict subset of YAML's.
+    datetime: re.Pattern[str]
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    """Compiled on first use: a search imports this module for `split_frontmatter` alone."""
+    return _Patterns(
+        key=re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*\Z"),
+        plain=re.compile(r"[^\W\d_][\w .\-/()+&!?@$%^=~]*\Z"),
+        integer=re.compile(r"(?:0|[1-9][0-9]{0,17})\Z"),
+        date=re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z"),
+        datetime=re.compile(
+            r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})?\Z"
+        ),
+    )
+
+
 #: Plain words that YAML 1.1 (PyYAML) reads as booleans, nulls or special floats.
 _SPECIAL = frozenset(
     "y n yes no on off true false null nan inf".split()  # noqa: SIM905
 )
 
 
-def _scalar(text: str) -> Any:
+def _scalar(text: str, patterns: _Patterns) -> Any:
     """The value YAML gives a plain scalar, or a `_NO` marker when this subset cannot tell."""
     if not text:
         return _NO
-    if _INTEGER.match(text):
+    if patterns.integer.match(text):
         return int(text)
     # Both shapes lie inside YAML's timestamp pattern, so a value of either shape that names no real
     # day or moment (`2024-02-30`, `25:61:61`) is, as the note parser keeps it, the text as written.
-    if _DATE.match(text):
+    if patterns.date.match(text):
         try:
             return date.fromisoformat(text).isoformat()
         except ValueError:
             return text
-    if _DATETIME.match(text):
+    if patterns.datetime.match(text):
         try:  # as the note parser keeps a YAML timestamp: ISO-8601 text with its own offset
             return datetime.fromisoformat(text).isoformat()
         except ValueError:
             return text
-    if _PLAIN.match(text) and text.casefold().strip(".") not in _SPECIAL and ": " not in text:
+    if patterns.plain.match(text) and text.casefold().strip(".") not in _SPECIAL and ": " not in text:
         if text.endswith((" ", ":")) or " #" in text:
             return _NO
         return text
@@ -53,7 +70,11 @@ def _scalar(text: str) -> Any:
 
 
 _NO = object()
-_FENCE = re.compile(r"---[ \t]*\Z")
+
+
+def _fence(line: str) -> bool:
+    """A `---` line, with trailing blanks or tabs."""
+    return line.startswith("---") and not line[3:].strip(" \t")
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str]:
@@ -62,13 +83,13 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     if text.startswith("\ufeff"):
         text = text[1:]
     first_end = text.find("\n")
-    if first_end < 0 or not _FENCE.match(text[:first_end].rstrip("\r")):
+    if first_end < 0 or not _fence(text[:first_end].rstrip("\r")):
         return None, text
     pos = first_end + 1
     while pos <= len(text):
         end = text.find("\n", pos)
         line = text[pos:] if end < 0 else text[pos:end]
-        if _FENCE.match(line.rstrip("\r")):
+        if _fence(line.rstrip("\r")):
             return text[first_end + 1 : pos], "" if end < 0 else text[end + 1 :]
         if end < 0:
             break
@@ -79,13 +100,14 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
 def simple_frontmatter(block: str) -> dict[str, Any] | None:
     """The mapping of a frontmatter block in the simple subset, else None (use YAML)."""
     data: dict[str, Any] = {}
+    patterns = _patterns()
     lines = block.split("\n")
     if lines and not lines[-1]:
         lines.pop()
     for raw in lines:
         line = raw[:-1] if raw.endswith("\r") else raw
         key, sep, value = line.partition(":")
-        if not sep or not _KEY.match(key):
+        if not sep or not patterns.key.match(key):
             return None
         if value and value[0] != " ":
             return None
@@ -99,13 +121,13 @@ def simple_frontmatter(block: str) -> dict[str, Any] | None:
             items: list[Any] = []
             if inner:
                 for part in inner.split(","):
-                    item = _scalar(part.strip(" "))
+                    item = _scalar(part.strip(" "), patterns)
                     if item is _NO:
                         return None
                     items.append(item)
             data[key] = items
             continue
-        item = _scalar(value)
+        item = _scalar(value, patterns)
         if item is _NO:
             return None
         data[key] = item

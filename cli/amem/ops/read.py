@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..errors import IoError, NotFound
-from ..index.health import Attachments
+from ..index.attached import Attachments
 from ..index.index import VaultIndex
 from ..notes.conflicts import has_conflict_copy
 from ..notes.ids import NoteRef, may_read, open_regular, resolve_note
@@ -103,13 +103,13 @@ class _Node(NamedTuple):
 
 
 def _tree(
-    config: Config, resolve: Resolve, ref: NoteRef, data: bytes, depth: int, reporter: Reporter
+    config: Config, resolve: Resolve, ref: NoteRef, data: bytes, depth: int, reporter: Reporter, index: VaultIndex
 ) -> list[dict[str, Any]]:
     """The note's record with its linked notes to `depth`, followed breadth-first so that each note sits
     where it is nearest (cycles and notes already shown stop); every record, nearest first."""
     vault = config.vault_root
     real_root = os.path.realpath(vault)
-    attachments = Attachments(config)
+    attachments = Attachments(config, index.conn)
     root = _record(config, resolve, ref, data, reporter, attachments)
     order = [root.record]
     visited = {ref.id}
@@ -168,7 +168,7 @@ def read_note(
             loaded = _load(ref)
         data, st = loaded
         depth = config.max_link_depth if depth is None else depth
-        order = _tree(config, resolve, ref, data, depth, reporter)
+        order = _tree(config, resolve, ref, data, depth, reporter, index)
         last = index.last_seen(ref.id)
         if mark_seen and last != order[0]["version"]:  # a read of what was seen already writes nothing
             index.mark_seen(ref.id, order[0]["version"])
