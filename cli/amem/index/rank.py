@@ -99,11 +99,12 @@ class Ranker:
         ranked = sorted(final.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
         return [(doc, _rounded(score, 6)) for doc, score in ranked[:limit]]
 
-    def _bm25(self) -> str:
-        """Every matching note's (rowid, BM25 score), in SQL; its parameters are `_args()`."""
+    def _bm25(self, extra: str = "") -> str:
+        """Every matching note's (rowid, BM25 score `extra`), in SQL; its parameters are `_args()`, after
+        those of `extra`."""
         clause = self.filter.clause("rowid")[0]
         weights = f"{HEAD_WEIGHT}, {HEADINGS_WEIGHT}, {LINKS_WEIGHT}, {BODY_WEIGHT}"
-        return f"SELECT rowid, -bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH ?{clause}"
+        return f"SELECT rowid, -bm25(search_fts, {weights}){extra} FROM search_fts WHERE search_fts MATCH ?{clause}"
 
     def _args(self) -> list[object]:
         return [self.expression, *self.filter.clause("rowid")[1]]
@@ -122,8 +123,10 @@ class Ranker:
             tier.notes = self._holding(tier.fields) - holders
             holders |= tier.notes
             pending.append(tier)
-            if sum(len(t.notes or ()) for t in pending) + len(self._scored) < depth and tiers:
-                continue  # too few notes to fill the best: the next tier's are among them too
+            if sum(len(t.notes or ()) for t in pending) + len(self._scored) < depth:
+                if tiers:
+                    continue  # too few notes to fill the best: the next tier's are among them too
+                return self._rank_others(holders, pending, depth)  # too few holders: all are among the best
             self._score(pending)
             pending = []
             best = _top(self._scored, depth)
@@ -131,7 +134,7 @@ class Ranker:
             if len(best) == depth and best[-1][1] > cap:
                 self._rest, self._cap = tiers, cap
                 return best
-        return self._rank_others(holders, depth)
+        return self._rank_others(holders, [], depth)
 
     def _holding(self, fields: list[str]) -> set[int]:
         """The notes holding one of the query's phrases in one of these fields."""
@@ -148,17 +151,26 @@ class Ranker:
         for doc, score in self.conn.execute(sql, [*self._args(), json.dumps(sorted(bonus))]):
             self._scored[doc] = score + bonus[doc]
 
-    def _rank_others(self, holders: set[int], depth: int) -> list[tuple[int, float]]:
-        """The best `depth` notes when those holding no phrase may be among them: the best of those by one
-        sorted pass, with the scored holders."""
-        sql = self._bm25()
-        args = self._args()
-        if holders:
+    def _rank_others(self, holders: set[int], tiers: list[_Tier], depth: int) -> list[tuple[int, float]]:
+        """The best `depth` notes when those holding no phrase may be among them: one sorted pass over the
+        matches not scored yet, the notes of `tiers` (not scored yet) with their bonus, merged with the
+        scored ones."""
+        extra, bonus_args = "", []
+        if tiers:
+            cases = " ".join("WHEN rowid IN (SELECT value FROM json_each(?)) THEN ?" for _ in tiers)
+            extra = f" + CASE {cases} ELSE 0.0 END"
+            for tier in tiers:
+                bonus_args += [json.dumps(sorted(tier.notes or ())), tier.bonus]
+        sql = self._bm25(extra)
+        args = [*bonus_args, *self._args()]
+        scored = holders.difference(*(t.notes or () for t in tiers))
+        if scored:
             sql += " AND +rowid NOT IN (SELECT value FROM json_each(?))"
-            args.append(json.dumps(sorted(holders)))
+            args.append(json.dumps(sorted(scored)))
         others = self.conn.execute(f"{sql} ORDER BY 2 DESC, 1 LIMIT ?", [*args, depth]).fetchall()
         self._scored.update(others)
-        # A note not scored now holds no phrase and ranks at most as the worst of those ranked.
+        # A note not scored now ranks at most as the worst of those ranked; the tiers' notes are known.
+        self._rest = tiers
         self._cap = others[-1][1] if len(others) == depth else None
         return _top(self._scored, depth)
 
@@ -240,6 +252,9 @@ class Ranker:
             return
         bonus: dict[int, float] = {}
         for tier in self._rest:
+            if tier.notes is not None:
+                bonus.update((doc, tier.bonus) for doc in sources if doc in tier.notes and doc not in bonus)
+                continue
             sql = "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
             match = f"{{{' '.join(tier.fields)}}} : ({' OR '.join(self.query.phrases)})"
             for (doc,) in self.conn.execute(sql, (match, json.dumps([s for s in sources if s not in bonus]))):
