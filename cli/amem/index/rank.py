@@ -42,6 +42,10 @@ GRAPH_BOOST = 0.15
 CANDIDATES = 30
 #: The phrase bonus's tiers: a note gains ΣIDF × the share of the first field group holding the phrase.
 PHRASE_TIERS: tuple[tuple[list[str], float], ...] = ((["head"], 1.05), (["headings"], 1.0), (["body"], 0.5))
+#: The temporary table (of the connection, gone with it) a query of several words scores its matches into
+#: when the notes holding no phrase may rank among the best.
+SCORES = "temp.amem_scores"
+_SCORES_TABLE = "CREATE TEMP TABLE IF NOT EXISTS amem_scores (doc INTEGER PRIMARY KEY, score REAL NOT NULL)"
 
 
 class Filter:
@@ -81,10 +85,14 @@ class Ranker:
         #: a score no note outside `_scored` reaches (None: every match is scored or ranked below it)
         self._cap: float | None = None
         self._bounds: _Bounds | None = None
+        #: every match not in `_scored` is in the table SCORES, and this is their count
+        self._stored: int | None = None
 
     def total(self) -> int:
         if self.expression is None:
             return 0
+        if self._stored is not None:
+            return self._stored
         clause, params = self.filter.clause("rowid")
         sql = f"SELECT count(*) FROM search_fts WHERE search_fts MATCH ?{clause}"
         return int(self.conn.execute(sql, [self.expression, *params]).fetchone()[0])
@@ -167,11 +175,23 @@ class Ranker:
         if scored:
             sql += " AND +rowid NOT IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(sorted(scored)))
-        others = self.conn.execute(f"{sql} ORDER BY 2 DESC, 1 LIMIT ?", [*args, depth]).fetchall()
-        self._scored.update(others)
-        # A note not scored now ranks at most as the worst of those ranked; the tiers' notes are known.
         self._rest = tiers
-        self._cap = others[-1][1] if len(others) == depth else None
+        if not self.query.phrases:
+            # One word: a sorted pass, the linking notes outside it scored by another (cheaper than storing
+            # every match). A note not scored ranks at most as the worst of those ranked.
+            others = self.conn.execute(f"{sql} ORDER BY 2 DESC, 1 LIMIT ?", [*args, depth]).fetchall()
+            self._cap = others[-1][1] if len(others) == depth else None
+        else:
+            # Several words: every match scored once into SCORES, where the linking notes and `total` are
+            # looked up (the query's phrases have cost a pass over the matches already).
+            conn = self.conn
+            conn.execute(_SCORES_TABLE)
+            conn.execute(f"DELETE FROM {SCORES}")
+            conn.execute(f"INSERT INTO {SCORES} {sql}", args)
+            self._stored = len(self._scored) + int(conn.execute(f"SELECT count(*) FROM {SCORES}").fetchone()[0])
+            best = f"SELECT doc, score FROM {SCORES} ORDER BY score DESC, doc LIMIT ?"
+            others = conn.execute(best, (depth,)).fetchall()
+        self._scored.update(others)
         return _top(self._scored, depth)
 
     def _statistics(self) -> _Bounds:
@@ -235,6 +255,8 @@ class Ranker:
         """The linking notes not scored yet that may be a hit's best one: those of a hit whose scored
         linking notes do not reach the cap on every other note's score."""
         cap = self._cap
+        if self._stored is not None:
+            return {src for srcs in linking.values() for src in srcs if src not in self._scored}
         if cap is None:
             return set()  # every match is scored: a linking note not scored does not match
         unknown: set[int] = set()
@@ -249,6 +271,9 @@ class Ranker:
         """The base scores of these notes (those that match): BM25 in one pass, plus the bonus of the
         phrase tier, not scored yet, each holds."""
         if not sources:
+            return
+        if self._stored is not None:
+            self._scored.update(select_in(self.conn, f"SELECT doc, score FROM {SCORES} WHERE doc IN ({{}})", sources))
             return
         bonus: dict[int, float] = {}
         for tier in self._rest:
