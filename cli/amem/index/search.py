@@ -7,6 +7,7 @@ snippets, expiry). Tags and folders narrow a search before `total` is counted.
 
 from __future__ import annotations
 
+import _thread
 import io
 import os
 import re
@@ -30,6 +31,13 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 160
 SNIPPET_BEFORE = 50
+#: Set by long-lived processes (the keeper answering commands, `amem mcp`): a search leaves its index open
+#: for the next one (its connection, its page cache), at most KEPT of them, each used by one search at a
+#: time and reused only while its file is still the index's.
+KEEP_INDEX = False
+KEPT = 4
+_kept: list[tuple[VaultIndex, tuple[int, int]]] = []
+_kept_lock = _thread.allocate_lock()
 
 
 def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
@@ -82,7 +90,7 @@ def search(
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     reporter = reporter or Reporter()
-    index = VaultIndex(config, reporter)
+    index = _take_index(config, reporter) if KEEP_INDEX else VaultIndex(config, reporter)
     where = note_filter(tags, folder)
     fuse = (config.semantic if semantic is None else semantic) and exact_title is None and query is not None
     try:
@@ -90,7 +98,47 @@ def search(
         # while ranking: the whole search is repaired and run again, not just the refresh.
         return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter, explain))
     finally:
-        index.close()
+        _give_back(index)
+
+
+def _take_index(config: Config, reporter: Reporter) -> VaultIndex:
+    """An index of this vault kept open by an earlier search (KEEP_INDEX), when its file is still the
+    index's (not replaced by a rebuild meanwhile); a new one otherwise."""
+    from .index import VaultIndex
+
+    index = VaultIndex(config, reporter)
+    settings = index._settings()
+    with _kept_lock:
+        for i, (kept, identity) in enumerate(_kept):
+            if kept.path == index.path and kept._settings() == settings:
+                del _kept[i]
+                if _identity(kept.path) == identity:
+                    kept.config, kept.reporter = config, reporter
+                    return kept
+                kept.close()
+                break
+    return index
+
+
+def _give_back(index: VaultIndex) -> None:
+    """Keep the index open for the next search (KEEP_INDEX: at most KEPT of them), or close it."""
+    identity = _identity(index.path) if KEEP_INDEX and index._conn is not None else None
+    if identity is not None:
+        with _kept_lock:
+            if len(_kept) < KEPT:
+                _kept.append((index, identity))
+                return
+    index.close()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file's device and inode: an open connection keeps its file's inode from being reused, so the
+    same identity means the same file."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _search(
