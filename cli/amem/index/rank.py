@@ -69,9 +69,11 @@ class Ranker:
     known before any is scored (`_Bounds`), so the notes holding a phrase, in the bonus's tiers, come
     first: a tier is scored (one pass over the matches, BM25 computed for its notes only) while the
     notes of the tiers below it may still reach the best; once the worst of the best beats the next tier's
-    bonus plus that bound, no other note can, and none is scored. The notes holding no phrase (every note,
-    for a query of one word) are ranked by one sorted pass. The boost's linking notes outside the best are
-    scored by one more pass, and only those that could be a hit's best linking note. `total` is a count."""
+    bonus plus that bound, no other note can, and none is scored. When the notes holding no phrase may
+    rank among the best, every match not scored yet is scored once, in SQLite, into a temporary table of
+    this connection (where the boost's linking notes and `total` are looked up); a query of one word ranks
+    them by one sorted pass instead. The boost's linking notes outside the best are scored by one more pass,
+    and only those that could be a hit's best linking note. `total` is otherwise a count."""
 
     def __init__(self, conn: sqlite3.Connection, query: Query, where: Filter) -> None:
         self.conn = conn
