@@ -328,3 +328,29 @@ def test_a_rebuild_while_a_keeper_runs_holds_every_note(vault: Path, keeper: Kee
     config = load_config()
     VaultIndex(config).clear()
     assert len(ids_found(config, "rebuilt")) == 20
+
+
+def test_a_long_lived_processs_kept_index_follows_a_rebuild(
+    vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keeper's or `amem mcp`'s searches keep their index open between them; when another process
+    rebuilds the index (a new file), the next search reads the new one, not the deleted file it held."""
+    import amem.index.search
+
+    monkeypatch.setattr(amem.index.search, "KEEP_INDEX", True)
+    monkeypatch.setattr(amem.index.search, "_kept", [])
+    write_file(vault / "a.md", "alpha one\n")
+    first = start_keeper()
+    try:
+        assert [hit["id"] for hit in search(config, "alpha")["hits"]] == ["a.md"]
+        assert amem.index.search._kept, "the search kept its index open"
+    finally:
+        first.stop()
+    rebuilt = subprocess.run([sys.executable, "-m", "amem", "index", "--rebuild"], capture_output=True, text=True)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    second = start_keeper()
+    try:
+        (vault / "b.md").write_text("alpha two\n", encoding="utf-8")
+        assert sorted(hit["id"] for hit in search(config, "alpha")["hits"]) == ["a.md", "b.md"]
+    finally:
+        second.stop()

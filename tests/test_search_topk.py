@@ -11,6 +11,7 @@ import json
 import math
 import random
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,13 +84,20 @@ def idf_sum(conn: sqlite3.Connection, query: Query) -> float:
     return total
 
 
-def make_vault(root: Path, rng: random.Random, count: int) -> None:
+#: In every note of a vault made `common`: each word, never beside another, so that every word matches
+#: (nearly) every note, as common words do, BM25 weighs next to nothing and the phrase bonus decides.
+FILLER = " zz ".join(WORDS)
+
+
+def make_vault(root: Path, rng: random.Random, count: int, common: bool = False, words: list[str] = WORDS) -> None:
     names = [f"{rng.choice(FOLDERS)}{rng.choice(WORDS[:7])}-{i}.md" for i in range(count)]
-    twin = " ".join(rng.choices(WORDS, k=6))  # notes alike but for their ids: equal scores, ties by id
+    twin = " ".join(rng.choices(words, k=6))  # notes alike but for their ids: equal scores, ties by id
     for i, name in enumerate(names):
-        title = " ".join(rng.choices(WORDS, k=rng.randint(1, 3)))
-        body = twin if i % 4 == 0 else " ".join(rng.choices(WORDS, k=rng.randint(0, 20)))
-        heading = f"## {' '.join(rng.choices(WORDS, k=2))}\n" if rng.random() < 0.4 else ""
+        title = " ".join(rng.choices(words, k=rng.randint(1, 3)))
+        body = twin if i % 4 == 0 else " ".join(rng.choices(words, k=rng.randint(0, 20)))
+        if common and rng.random() < 0.9:
+            body += f"\n\n{FILLER}"
+        heading = f"## {' '.join(rng.choices(words, k=2))}\n" if rng.random() < 0.4 else ""
         links = " ".join(f"[[{target[:-3]}]]" for target in rng.sample(names, rng.randint(0, min(3, len(names)))))
         tags = rng.sample(TAGS, rng.randint(0, 2))
         front = f"title: {title}\n" + (f"tags: [{', '.join(tags)}]\n" if tags else "")
@@ -109,6 +117,7 @@ _made = itertools.count()
     candidates=st.sampled_from([0, 1, 3, 30]),
     tags=st.sampled_from([[], ["red"], ["blue", "red"]]),
     folder=st.sampled_from([None, "x", "z/"]),
+    common=st.booleans(),
 )
 def test_the_top_k_equals_the_full_ranking(
     isolated_env: Path,
@@ -120,10 +129,29 @@ def test_the_top_k_equals_the_full_ranking(
     candidates: int,
     tags: list[str],
     folder: str | None,
+    common: bool,
+) -> None:
+    make = make_vault_of(seed, count, common)
+    check_searches(isolated_env, monkeypatch, make, texts, limit, candidates, tags, folder)
+
+
+def make_vault_of(seed: int, count: int, common: bool, words: list[str] = WORDS) -> Callable[[Path], None]:
+    return lambda root: make_vault(root, random.Random(seed), count, common, words)
+
+
+def check_searches(
+    isolated_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    make: Callable[[Path], None],
+    texts: list[str],
+    limit: int,
+    candidates: int,
+    tags: list[str],
+    folder: str | None,
 ) -> None:
     monkeypatch.setattr(rank, "CANDIDATES", candidates)
     root = isolated_env / f"vault-{next(_made)}"
-    make_vault(root, random.Random(seed), count)
+    make(root)
     config = load_config(vault=root)
     for text in texts:
         result = search(config, text, limit=limit, tags=tags, folder=folder)
@@ -134,6 +162,36 @@ def test_the_top_k_equals_the_full_ranking(
             index.close()
         assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, text
         assert (result["total"], result["truncated"]) == (total, total > len(expected))
+
+
+#: Few words, so that their phrases are common too: most searches of a `common` vault end in the phrase
+#: tiers, with linking notes outside them.
+FEW = ["alpha", "beta", "token", "认证"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 10**6),
+    count=st.integers(20, 90),
+    texts=st.lists(st.lists(st.sampled_from(FEW), min_size=2, max_size=3).map(" ".join), min_size=1, max_size=3),
+    limit=st.integers(1, 6),
+    candidates=st.sampled_from([0, 1, 3, 10]),
+    tags=st.sampled_from([[], ["red"]]),
+    folder=st.sampled_from([None, "x"]),
+)
+def test_the_top_k_of_common_words_equals_the_full_ranking(
+    isolated_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    count: int,
+    texts: list[str],
+    limit: int,
+    candidates: int,
+    tags: list[str],
+    folder: str | None,
+) -> None:
+    make = make_vault_of(seed, count, True, FEW)
+    check_searches(isolated_env, monkeypatch, make, texts, limit, candidates, tags, folder)
 
 
 def test_the_installed_amem_ranks_a_larger_vault_as_the_full_ranking(isolated_env: Path) -> None:
@@ -184,3 +242,43 @@ def test_a_search_scores_the_matching_notes_once(isolated_env: Path, monkeypatch
     assert len(result["hits"]) == 3 and result["total"] == 60
     scoring = [sql for sql in statements if "bm25(" in sql]
     assert len(scoring) == 1, json.dumps(scoring, ensure_ascii=False)
+
+
+def test_common_words_are_scored_only_where_they_may_rank(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Words in every note, a phrase of them in a few: BM25 runs on the notes holding the phrase (and the
+    linking notes the boost may need), not on every match; the result is still the full ranking's."""
+    root = isolated_env / "vault"
+    for i in range(300):
+        title = "auth token" if i % 50 == 0 else f"note {i}"
+        phrase = "the auth token again" if i % 4 == 0 else ""
+        body = f"token words and auth words {phrase}\n[[n{(i * 7) % 300}]]"
+        write_file(root / f"n{i}.md", f"---\ntitle: {title}\n---\n{body}\n")
+    config = load_config(vault=root)
+    search(config, "auth token")  # the build
+    scored = [0]
+
+    def counted(weight: float) -> float:
+        scored[0] += 1  # BM25's weights are evaluated once per note it scores
+        return weight
+
+    real_open = VaultIndex._open
+
+    def counting(self: VaultIndex) -> sqlite3.Connection:
+        conn = real_open(self)
+        conn.create_function("counted", 1, counted)
+        return conn
+
+    monkeypatch.setattr(VaultIndex, "_open", counting)
+    monkeypatch.setattr(rank, "HEAD_WEIGHT", "counted(5.0)")
+    for text, limit in [("auth token", 5), ("auth token", 20), ("auth tokens", 1)]:
+        scored[0] = 0
+        result = search(config, text, limit=limit)
+        count = scored[0]
+        index = VaultIndex(config)
+        try:
+            expected, total = reference(index.conn, text, [], None, limit)
+        finally:
+            index.close()
+        assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, text
+        assert result["total"] == total == 300
+        assert 0 < count <= 150, (text, count)

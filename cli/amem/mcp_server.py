@@ -165,7 +165,10 @@ def wiki_search(
 
     Words are OR-matched, and match as prefixes. `total` counts every match; `truncated`: maxResults cut
     the list. Cheap: use it before wiki_read."""
+    from .index import search as searching
     from .index.search import search
+
+    searching.KEEP_INDEX = True  # the server lives on: its searches reuse their open index
 
     return search(
         config,

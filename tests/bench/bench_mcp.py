@@ -129,6 +129,8 @@ def bench(n: int, calls: int, work: Path) -> None:
         "XDG_CACHE_HOME": str(cache),
         "AMEM_VAULT": str(vault),
     }
+    if "PYTHONPATH" in os.environ:  # another checkout's amem, for a side by side
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     ids = sorted(str(p.relative_to(vault)) for p in vault.rglob("*.md"))
     print(f"\n{n} notes, {calls} calls of each tool")
     timings = anyio.run(through_mcp, env, ids, calls)

@@ -182,7 +182,8 @@ class VaultIndex:
         for attempt in (1, 2):
             conn = None
             try:
-                conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+                # Not bound to its thread: a long-lived process's searches reuse it, one at a time (search.KEEP_INDEX).
+                conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 # A cache: losing its last transactions to a power cut costs a rebuild, never a note.
                 conn.execute("PRAGMA synchronous=OFF")

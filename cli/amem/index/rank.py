@@ -42,7 +42,8 @@ GRAPH_BOOST = 0.15
 CANDIDATES = 30
 #: The phrase bonus's tiers: a note gains ΣIDF × the share of the first field group holding the phrase.
 PHRASE_TIERS: tuple[tuple[list[str], float], ...] = ((["head"], 1.05), (["headings"], 1.0), (["body"], 0.5))
-#: The temporary table (of the connection, gone with it) `Ranker.rank` scores a query's matches into.
+#: The temporary table (of the connection, gone with it) a query of several words scores its matches into
+#: when the notes holding no phrase may rank among the best.
 SCORES = "temp.amem_scores"
 _SCORES_TABLE = "CREATE TEMP TABLE IF NOT EXISTS amem_scores (doc INTEGER PRIMARY KEY, score REAL NOT NULL)"
 
@@ -63,25 +64,37 @@ class Filter:
 class Ranker:
     """Ranks one query over one snapshot of the index (the caller holds a read transaction).
 
-    Only the best limit + CANDIDATES notes, and the notes linking to them, come back to Python. A query
-    with a phrase has every match scored once, inside SQLite (FTS5's BM25 in C), into a temporary table
-    of this connection, where the phrase bonus is added to the few notes holding the phrase and where the
-    boost's linking notes are looked up and `total` counted. A query of one word, with no bonus, is ranked
-    by one sorted pass, and the linking notes outside it by a second that scores only them: cheaper than
-    storing every match."""
+    Only the best limit + CANDIDATES notes, and the notes linking to them, come back to Python, and BM25
+    (FTS5's, in C) runs only on the notes that may be among them. Every note's BM25 lies below a bound
+    known before any is scored (`_Bounds`), so the notes holding a phrase, in the bonus's tiers, come
+    first: a tier is scored (one pass over the matches, BM25 computed for its notes only) while the
+    notes of the tiers below it may still reach the best; once the worst of the best beats the next tier's
+    bonus plus that bound, no other note can, and none is scored. When the notes holding no phrase may
+    rank among the best, every match not scored yet is scored once, in SQLite, into a temporary table of
+    this connection (where the boost's linking notes and `total` are looked up); a query of one word ranks
+    them by one sorted pass instead. The boost's linking notes outside the best are scored by one more pass,
+    and only those that could be a hit's best linking note. `total` is otherwise a count."""
 
     def __init__(self, conn: sqlite3.Connection, query: Query, where: Filter) -> None:
         self.conn = conn
         self.query = query
         self.filter = where
         self.expression = query.expression()
-        self._scored = False
+        #: the base score (1 + 2 above) of every note scored so far
+        self._scored: dict[int, float] = {}
+        #: the phrase tiers not scored: their share of the bonus and the notes they hold (None: not looked up)
+        self._rest: list[_Tier] = []
+        #: a score no note outside `_scored` reaches (None: every match is scored or ranked below it)
+        self._cap: float | None = None
+        self._bounds: _Bounds | None = None
+        #: every match not in `_scored` is in the table SCORES, and this is their count
+        self._stored: int | None = None
 
     def total(self) -> int:
         if self.expression is None:
             return 0
-        if self._scored:
-            return int(self.conn.execute(f"SELECT count(*) FROM {SCORES}").fetchone()[0])
+        if self._stored is not None:
+            return self._stored
         clause, params = self.filter.clause("rowid")
         sql = f"SELECT count(*) FROM search_fts WHERE search_fts MATCH ?{clause}"
         return int(self.conn.execute(sql, [self.expression, *params]).fetchone()[0])
@@ -90,73 +103,134 @@ class Ranker:
         """The best `limit` (rowid, score) pairs, best first."""
         if self.expression is None:
             return []
-        if self.query.phrases:
-            self._score_all()
-            best = self.conn.execute(
-                f"SELECT doc, score FROM {SCORES} ORDER BY score DESC, doc LIMIT ?", (limit + CANDIDATES,)
-            ).fetchall()
-        else:
-            sql = f"{self._bm25()} ORDER BY 2 DESC, 1 LIMIT ?"
-            best = self.conn.execute(sql, [*self._args(), limit + CANDIDATES]).fetchall()
+        best = self._best(limit + CANDIDATES)
         final = self._with_boosts(dict(best))
         ids = dict(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", list(final)))
         ranked = sorted(final.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
         return [(doc, _rounded(score, 6)) for doc, score in ranked[:limit]]
 
-    def _bm25(self) -> str:
-        """Every matching note's (rowid, BM25 score), in SQL; its parameters are `_args()`."""
+    def _bm25(self, extra: str = "") -> str:
+        """Every matching note's (rowid, BM25 score `extra`), in SQL; its parameters are `_args()`, after
+        those of `extra`."""
         clause = self.filter.clause("rowid")[0]
         weights = f"{HEAD_WEIGHT}, {HEADINGS_WEIGHT}, {LINKS_WEIGHT}, {BODY_WEIGHT}"
-        return f"SELECT rowid, -bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH ?{clause}"
+        return f"SELECT rowid, -bm25(search_fts, {weights}){extra} FROM search_fts WHERE search_fts MATCH ?{clause}"
 
     def _args(self) -> list[object]:
         return [self.expression, *self.filter.clause("rowid")[1]]
 
-    def _score_all(self) -> None:
-        """Every matching note's score before the graph boost (1 + 2 above), in the table SCORES."""
-        conn = self.conn
-        conn.execute(_SCORES_TABLE)
-        conn.execute(f"DELETE FROM {SCORES}")
-        conn.execute(f"INSERT INTO {SCORES} {self._bm25()}", self._args())
-        self._scored = True
-        phrases = self.query.phrases
-        if phrases:
-            # The bonus goes to the notes holding a phrase, looked up by rowid, each in the first field
-            # group (PHRASE_TIERS) that holds it: the few it changes, not every match.
-            bonus = self._idf_sum()
-            either = " OR ".join(phrases)
-            match = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
-            update = f"UPDATE {SCORES} SET score = score + ? WHERE doc IN ({match})"
-            before: list[str] = []
-            for fields, share in PHRASE_TIERS:
-                exclude = f" AND doc NOT IN ({match})" if before else ""
-                earlier = [f"{{{' '.join(before)}}} : ({either})"] if before else []
-                conn.execute(update + exclude, [bonus * share, f"{{{' '.join(fields)}}} : ({either})", *earlier])
-                before += fields
+    def _best(self, depth: int) -> list[tuple[int, float]]:
+        """The best `depth` notes by base score (ties: the smaller rowid), exactly those a sort of every
+        match would give: the phrase tiers first, as far as they may reach the best, then the others."""
+        tiers: list[_Tier] = []
+        if self.query.phrases:
+            self._bounds = bounds = self._statistics()
+            tiers = [_Tier(fields, bounds.bonus * share) for fields, share in PHRASE_TIERS]
+        holders: set[int] = set()
+        pending: list[_Tier] = []
+        while tiers:
+            tier = tiers.pop(0)
+            tier.notes = self._holding(tier.fields) - holders
+            holders |= tier.notes
+            pending.append(tier)
+            if sum(len(t.notes or ()) for t in pending) + len(self._scored) < depth:
+                if tiers:
+                    continue  # too few notes to fill the best: the next tier's are among them too
+                return self._rank_others(holders, pending, depth)  # too few holders: all are among the best
+            self._score(pending)
+            pending = []
+            best = _top(self._scored, depth)
+            cap = _above(max([0.0, *(t.bonus for t in tiers)]), self._bm25_bound())
+            if len(best) == depth and best[-1][1] > cap:
+                self._rest, self._cap = tiers, cap
+                return best
+        return self._rank_others(holders, [], depth)
 
-    def _idf_sum(self) -> float:
-        """ΣIDF of the query's words, each word's df the notes holding its terms (a prefix: its terms'
-        df summed, at most N; a phrase of CJK pairs: its rarest pair)."""
+    def _holding(self, fields: list[str]) -> set[int]:
+        """The notes holding one of the query's phrases in one of these fields."""
+        match = f"{{{' '.join(fields)}}} : ({' OR '.join(self.query.phrases)})"
+        sql = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
+        return {row[0] for row in self.conn.execute(sql, (match,))}
+
+    def _score(self, tiers: list[_Tier]) -> None:
+        """The base scores of the (matching, filtered) notes of these tiers: BM25 plus the tier's bonus."""
+        bonus = {doc: tier.bonus for tier in tiers for doc in tier.notes or ()}
+        if not bonus:
+            return
+        sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
+        for doc, score in self.conn.execute(sql, [*self._args(), json.dumps(sorted(bonus))]):
+            self._scored[doc] = score + bonus[doc]
+
+    def _rank_others(self, holders: set[int], tiers: list[_Tier], depth: int) -> list[tuple[int, float]]:
+        """The best `depth` notes when those holding no phrase may be among them: one sorted pass over the
+        matches not scored yet, the notes of `tiers` (not scored yet) with their bonus, merged with the
+        scored ones."""
+        extra, bonus_args = "", []
+        if tiers:
+            cases = " ".join("WHEN rowid IN (SELECT value FROM json_each(?)) THEN ?" for _ in tiers)
+            extra = f" + CASE {cases} ELSE 0.0 END"
+            for tier in tiers:
+                bonus_args += [json.dumps(sorted(tier.notes or ())), tier.bonus]
+        sql = self._bm25(extra)
+        args = [*bonus_args, *self._args()]
+        scored = holders.difference(*(t.notes or () for t in tiers))
+        if scored:
+            sql += " AND +rowid NOT IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(scored)))
+        self._rest = tiers
+        if not self.query.phrases:
+            # One word: a sorted pass, the linking notes outside it scored by another (cheaper than storing
+            # every match). A note not scored ranks at most as the worst of those ranked.
+            others = self.conn.execute(f"{sql} ORDER BY 2 DESC, 1 LIMIT ?", [*args, depth]).fetchall()
+            self._cap = others[-1][1] if len(others) == depth else None
+        else:
+            # Several words: every match scored once into SCORES, where the linking notes and `total` are
+            # looked up (the query's phrases have cost a pass over the matches already).
+            conn = self.conn
+            conn.execute(_SCORES_TABLE)
+            conn.execute(f"DELETE FROM {SCORES}")
+            conn.execute(f"INSERT INTO {SCORES} {sql}", args)
+            self._stored = len(self._scored) + int(conn.execute(f"SELECT count(*) FROM {SCORES}").fetchone()[0])
+            best = f"SELECT doc, score FROM {SCORES} ORDER BY score DESC, doc LIMIT ?"
+            others = conn.execute(best, (depth,)).fetchall()
+        self._scored.update(others)
+        return _top(self._scored, depth)
+
+    def _statistics(self) -> _Bounds:
+        """ΣIDF of the query's words for the phrase bonus, each word's df the notes holding its terms (a
+        prefix: its terms' df summed, at most N; a phrase of CJK pairs: its rarest pair); and, for the
+        bound on BM25, a number of notes each word's FTS5 phrase matches at least (0 when unknown)."""
         conn = self.conn
         # All notes less the few unreadable ones: counted in a narrow index and the problems' partial
         # index, not by reading every row of the wide notes table.
-        n = conn.execute(
-            "SELECT (SELECT count(*) FROM notes) - (SELECT count(*) FROM notes WHERE problem IS NOT NULL)"
-        ).fetchone()[0]
+        notes, n = conn.execute(
+            "SELECT count(*), count(*) - (SELECT count(*) FROM notes WHERE problem IS NOT NULL) FROM notes"
+        ).fetchone()
         total = 0.0
+        least: list[int] = []
         for word in self.query.words:
             dfs = []
+            largest = 0
             for i, term in enumerate(word.terms):
                 if word.prefix and i == len(word.terms) - 1:
                     row = conn.execute(
-                        "SELECT sum(doc) FROM search_vocab WHERE term >= ? AND term < ?", (term, _prefix_end(term))
+                        "SELECT sum(doc), max(doc) FROM search_vocab WHERE term >= ? AND term < ?",
+                        (term, _prefix_end(term)),
                     ).fetchone()
                 else:
-                    row = conn.execute("SELECT doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
+                    row = conn.execute("SELECT doc, doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
                 dfs.append(min(n, row[0] or 0) if row else 0)
+                largest = (row[1] or 0) if row else 0
             df = min(dfs) if dfs else 0
             total += math.log(1 + (n - df + 0.5) / (df + 0.5))
-        return total
+            least.append(largest if len(word.terms) == 1 else 0)
+        return _Bounds(total, notes, least)
+
+    def _bm25_bound(self) -> float:
+        """A score above any note's BM25 for this query (see _Bounds)."""
+        if self._bounds is None:
+            self._bounds = self._statistics()
+        return self._bounds.bm25()
 
     def _with_boosts(self, scores: dict[int, float]) -> dict[int, float]:
         """Scores plus GRAPH_BOOST × the best score among the matching notes that link to each."""
@@ -170,19 +244,87 @@ class Ranker:
                 linking.setdefault(target, []).append(src)
         if not linking:
             return scores
-        sources = sorted({src for srcs in linking.values() for src in srcs} - scores.keys())
-        known = dict(scores)
-        if self._scored:
-            known.update(select_in(self.conn, f"SELECT doc, score FROM {SCORES} WHERE doc IN ({{}})", sources))
-        elif sources:  # a query of one word: a pass over its matches scoring only these (+: a filter, no lookups)
-            sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
-            known.update(self.conn.execute(sql, [*self._args(), json.dumps(sources)]))
+        known = self._scored
+        self._score_sources(sorted(self._unknown_sources(linking)))
         final = dict(scores)
         for target, srcs in linking.items():
             found = [known[src] for src in srcs if src in known]
             if found:
                 final[target] += GRAPH_BOOST * max(found)
         return final
+
+    def _unknown_sources(self, linking: dict[int, list[int]]) -> set[int]:
+        """The linking notes not scored yet that may be a hit's best one: those of a hit whose scored
+        linking notes do not reach the cap on every other note's score."""
+        cap = self._cap
+        if self._stored is not None:
+            return {src for srcs in linking.values() for src in srcs if src not in self._scored}
+        if cap is None:
+            return set()  # every match is scored: a linking note not scored does not match
+        unknown: set[int] = set()
+        for srcs in linking.values():
+            missing = [src for src in srcs if src not in self._scored]
+            found = [self._scored[src] for src in srcs if src in self._scored]
+            if missing and not (found and max(found) >= cap):
+                unknown.update(missing)
+        return unknown
+
+    def _score_sources(self, sources: list[int]) -> None:
+        """The base scores of these notes (those that match): BM25 in one pass, plus the bonus of the
+        phrase tier, not scored yet, each holds."""
+        if not sources:
+            return
+        if self._stored is not None:
+            self._scored.update(select_in(self.conn, f"SELECT doc, score FROM {SCORES} WHERE doc IN ({{}})", sources))
+            return
+        bonus: dict[int, float] = {}
+        for tier in self._rest:
+            if tier.notes is not None:
+                bonus.update((doc, tier.bonus) for doc in sources if doc in tier.notes and doc not in bonus)
+                continue
+            sql = "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+            match = f"{{{' '.join(tier.fields)}}} : ({' OR '.join(self.query.phrases)})"
+            for (doc,) in self.conn.execute(sql, (match, json.dumps([s for s in sources if s not in bonus]))):
+                bonus[doc] = tier.bonus
+        sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
+        for doc, score in self.conn.execute(sql, [*self._args(), json.dumps(sources)]):
+            self._scored[doc] = score + bonus[doc] if doc in bonus else score
+
+
+class _Tier:
+    """A phrase tier of the bonus: the fields, the bonus its notes gain, and the notes it holds."""
+
+    def __init__(self, fields: list[str], bonus: float) -> None:
+        self.fields = fields
+        self.bonus = bonus
+        self.notes: set[int] | None = None
+
+
+class _Bounds:
+    """What bounds the query's scores: ΣIDF (the phrase bonus) and, per FTS5 phrase of the query, a number
+    of notes it matches at least, with the number of notes, at least FTS5's row count.
+
+    FTS5's BM25 is Σ IDF × f·(k1 + 1) / (f + k1·(1 − b + b·D/avgD)) over the phrases, with k1 = 1.2,
+    b = 0.75 and IDF = ln((N − hits + 0.5)/(hits + 0.5)), at least 10⁻⁶: each term is below IDF × 2.2,
+    and IDF grows with N and falls with hits, so N and the least hits bound it from above."""
+
+    def __init__(self, bonus: float, notes: int, least: list[int]) -> None:
+        self.bonus = bonus
+        self.notes = notes
+        self.least = least
+
+    def bm25(self) -> float:
+        idfs = (max(1e-6, math.log((self.notes - hits + 0.5) / (hits + 0.5))) for hits in self.least)
+        return 2.2 * sum(idfs)
+
+
+def _top(scores: dict[int, float], depth: int) -> list[tuple[int, float]]:
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:depth]
+
+
+def _above(bonus: float, bound: float) -> float:
+    """A score no note of a tier of this bonus reaches, BM25 below `bound`: with room for rounding."""
+    return (bonus + bound) * (1 + 1e-9) + 1e-12
 
 
 def _rounded(value: float, digits: int) -> float:

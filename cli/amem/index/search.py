@@ -7,18 +7,23 @@ snippets, expiry). Tags and folders narrow a search before `total` is counted.
 
 from __future__ import annotations
 
+import _thread
 import io
 import os
+import re
+import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..notes.ids import may_read, open_regular
+from ..notes.ids import is_inside, may_read, open_regular
 from ..notes.simple_yaml import split_frontmatter
 from ..report import Reporter
 from .rank import Filter, Ranker
 from .tokenize import Query, fold, title_key
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..config import Config
     from ..shapes import SearchHit, SearchResult
     from .index import VaultIndex
@@ -26,6 +31,13 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 160
 SNIPPET_BEFORE = 50
+#: Set by long-lived processes (the keeper answering commands, `amem mcp`): a search leaves its index open
+#: for the next one (its connection, its page cache), at most KEPT of them, each used by one search at a
+#: time and reused only while its file is still the index's.
+KEEP_INDEX = False
+KEPT = 4
+_kept: list[tuple[VaultIndex, tuple[int, int]]] = []
+_kept_lock = _thread.allocate_lock()
 
 
 def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
@@ -78,7 +90,7 @@ def search(
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     reporter = reporter or Reporter()
-    index = VaultIndex(config, reporter)
+    index = _take_index(config, reporter) if KEEP_INDEX else VaultIndex(config, reporter)
     where = note_filter(tags, folder)
     fuse = (config.semantic if semantic is None else semantic) and exact_title is None and query is not None
     try:
@@ -86,7 +98,47 @@ def search(
         # while ranking: the whole search is repaired and run again, not just the refresh.
         return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter, explain))
     finally:
-        index.close()
+        _give_back(index)
+
+
+def _take_index(config: Config, reporter: Reporter) -> VaultIndex:
+    """An index of this vault kept open by an earlier search (KEEP_INDEX), when its file is still the
+    index's (not replaced by a rebuild meanwhile); a new one otherwise."""
+    from .index import VaultIndex
+
+    index = VaultIndex(config, reporter)
+    settings = index._settings()
+    with _kept_lock:
+        for i, (kept, identity) in enumerate(_kept):
+            if kept.path == index.path and kept._settings() == settings:
+                del _kept[i]
+                if _identity(kept.path) == identity:
+                    kept.config, kept.reporter = config, reporter
+                    return kept
+                kept.close()
+                break
+    return index
+
+
+def _give_back(index: VaultIndex) -> None:
+    """Keep the index open for the next search (KEEP_INDEX: at most KEPT of them), or close it."""
+    identity = _identity(index.path) if KEEP_INDEX and index._conn is not None else None
+    if identity is not None:
+        with _kept_lock:
+            if len(_kept) < KEPT:
+                _kept.append((index, identity))
+                return
+    index.close()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file's device and inode: an open connection keeps its file's inode from being reused, so the
+    same identity means the same file."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _search(
@@ -124,7 +176,7 @@ def _search(
             if semantic is not None:
                 ranked, total = semantic.fuse(query or "", ranked, total, where)
             ranked = ranked[:limit]
-        hits = [_hit(index, doc, score, parsed) for doc, score in ranked]
+        hits = _hits(index, ranked, parsed)
         fused, status = (semantic.fused, semantic.status) if semantic else (False, "unavailable")
         result: SearchResult = {
             "hits": hits,
@@ -151,21 +203,66 @@ def _semantic_ranker(index: VaultIndex, reporter: Reporter, query: str, where: F
     return for_search(index, reporter, query=query, where=where)
 
 
-def _hit(index: VaultIndex, doc: int, score: float | None, query: Query) -> SearchHit:
+def _hits(index: VaultIndex, ranked: list[tuple[int, float | None]], query: Query) -> list[SearchHit]:
+    """The hits of these (rowid, score) pairs, in order: their rows and backlinks looked up together, each
+    snippet read from the note's file."""
     import json
 
-    note_id, title, frontmatter = index.conn.execute(
-        "SELECT id, title, frontmatter FROM notes WHERE rowid = ?", (doc,)
-    ).fetchone()
-    expires = json.loads(frontmatter).get("expires") if '"expires"' in frontmatter else None
-    return {
-        "id": note_id,
-        "title": title,
-        "score": score,
-        "backlinks": index.backlinks(note_id),
-        "expired": is_expired(expires, index.config.tz),
-        "snippet": _snippet(index.config, note_id, query),
+    from .sql import select_in
+
+    conn = index.conn
+    docs = [doc for doc, _ in ranked]
+    rows = {
+        row[0]: row[1:]
+        for row in select_in(conn, "SELECT rowid, id, title, frontmatter FROM notes WHERE rowid IN ({})", docs)
     }
+    ids = [rows[doc][0] for doc in docs]
+    linking: dict[str, set[str]] = {note_id: set() for note_id in ids}
+    sql = "SELECT l.resolved, n.id FROM links l JOIN notes n ON n.rowid = l.src WHERE l.resolved IN ({})"
+    for target, source in select_in(conn, sql, ids):
+        if source != target:
+            linking[target].add(source)
+    readable = _Readable(index.config.vault_root)
+    pattern = query.pattern()
+    hits: list[SearchHit] = []
+    for doc, score in ranked:
+        note_id, title, frontmatter = rows[doc]
+        expires = json.loads(frontmatter).get("expires") if '"expires"' in frontmatter else None
+        hits.append(
+            {
+                "id": note_id,
+                "title": title,
+                "score": score,
+                "backlinks": sorted(linking[note_id]),
+                "expired": is_expired(expires, index.config.tz),
+                "snippet": _snippet(readable, note_id, pattern),
+            }
+        )
+    return hits
+
+
+class _Readable:
+    """`may_read` for the notes of one search, the vault's real path and each folder's found once: a note
+    that is no symlink itself lies where its folder's real path says."""
+
+    def __init__(self, vault_root: Path | str) -> None:
+        self.root = os.path.abspath(vault_root)
+        self.real_root = os.path.realpath(self.root)
+        self._folders: dict[str, str] = {}
+
+    def path(self, note_id: str) -> str | None:
+        """The note's path, when amem may read it; None otherwise."""
+        path = os.path.join(self.root, note_id)
+        folder, name = os.path.split(path)
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return path if may_read(path, self.real_root) else None
+        except OSError:
+            return None
+        real = self._folders.get(folder)
+        if real is None:
+            real = self._folders[folder] = os.path.realpath(folder)
+        return path if is_inside(os.path.join(real, name), self.real_root) else None
 
 
 def is_expired(value: Any, tz: Any) -> bool:
@@ -190,18 +287,16 @@ def is_expired(value: Any, tz: Any) -> bool:
     return moment < current
 
 
-def _snippet(config: Config, note_id: str, query: Query) -> str:
+def _snippet(readable: _Readable, note_id: str, pattern: re.Pattern[str] | None) -> str:
     """A short excerpt of the body around the first place a query word matches, else its opening."""
-    root = os.path.abspath(config.vault_root)
-    path = os.path.join(root, note_id)
+    path = readable.path(note_id)
+    if path is None:
+        return ""
     try:
-        if not may_read(path, os.path.realpath(root)):
-            return ""
         with io.TextIOWrapper(open_regular(path), encoding="utf-8") as handle:
             body = split_frontmatter(handle.read())[1]
     except (OSError, UnicodeDecodeError):
         return ""  # gone or changed since the refresh: the hit stands, the excerpt cannot be shown
-    pattern = query.pattern()
     if pattern is not None:
         for text in (body, fold(body)):
             match = pattern.search(text)

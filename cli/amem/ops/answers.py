@@ -141,7 +141,10 @@ def _run(config: Config, op: str, args: dict[str, Any], reporter: CollectingRepo
 
 
 def _search(config: Config, args: dict[str, Any], reporter: CollectingReporter) -> Any:
+    from ..index import search as searching
     from ..index.search import search
+
+    searching.KEEP_INDEX = True  # a long-lived process: its searches reuse their open index
 
     if config.semantic:
         from ..index import semantic
