@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import time
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from amem.index import tokenize
 from amem.index.batch import CompactResolver
 from amem.index.tokenize import field_text, stem
-from amem.notes.links import LinkResolver
+from amem.notes.links import LinkResolver, extract_links, link_census
 from tests.conftest import write_file
 from tests.installed import amem_bin
 
@@ -232,3 +233,23 @@ def test_the_compact_resolver_resolves_as_the_link_resolver_does(ids: list[str],
     for target in targets + ["nowhere", "a/note", "z/note.md"]:
         assert compact.ranked(target) == full.ranked(target), target
         assert compact.ranked_path(target) == full.ranked_path(target), target
+
+
+# --- the link census ---------------------------------------------------------------------------------
+
+#: Pieces of Markdown around links: embeds and their lookalikes, Markdown links (pointed, to URLs),
+#: fences, indented code, inline code, pipes and fragments.
+LINK_PIECES = ["[[", "]]", "![[", "!", "[", "]", "(", ")", "](", "a", "b.md", "c d", "|x", "#h", "^b", "`"]
+LINK_PIECES += ["```\n", "~~~\n", "\n", "\n\n", "    ", "\t", " ", "é", "<a b.md>", "http://x", "[[a]]", "[x](a.md)"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(LINK_PIECES), max_size=50).map("".join))
+def test_the_link_census_counts_the_links_that_the_link_spans_find(body: str) -> None:
+    census = link_census(None, body, (".md",), limit=None)
+    links = extract_links(body, (".md",))
+    assert census.listed == links
+    assert census.total == len(links)
+    assert census.distinct == list(dict.fromkeys(links))
+    written = Counter(links)
+    assert list(census.counts) == [written[link] for link in census.distinct]
