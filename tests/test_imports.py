@@ -61,6 +61,7 @@ NOTES_AMEM = frozenset(
     {
         "amem.index.index",
         "amem.index.batch",
+        "amem.index.note_reader",
         "amem.index.scan",
         "amem.index.sql",
         "amem.notes.links",
