@@ -440,24 +440,75 @@ def _count_links(
     total = 0
     for start, piece in _line_chunks(text):
         if wiki and "[[" in piece:
-            for (embed, inner), count in _wiki_counts(piece).items():
-                total += count
-                written["w", embed, inner] += count
-                if ("w", embed, inner) not in first:
-                    at = offset + start + piece.find(f"{embed}[[{inner}]]")
-                    first["w", embed, inner] = (at, parse_link(inner, bool(embed)))
+            total += _count_wiki(piece, offset + start, first, written)
         if markdown and "](" in piece:
-            for (embed, label, raw), count in _markdown_counts(piece).items():
-                key = ("m", embed, label, raw)
-                if key not in first:
-                    path = raw[1:-1] if raw.startswith("<") else raw
-                    link = _markdown_link(path, bool(embed), label, extensions)
-                    if link is None:
-                        continue
-                    first[key] = (offset + start + piece.find(f"[{label}]("), link)
-                total += count
-                written[key] += count
+            total += _count_markdown(piece, offset + start, extensions, first, written)
     return total
+
+
+def _count_wiki(
+    piece: str, shift: int, first: dict[tuple[str, ...], tuple[int, Link]], written: Counter[tuple[str, ...]]
+) -> int:
+    """_count_links for the [[links]] of one chunk, which starts at `shift`."""
+    total = 0
+    places: dict[tuple[str, ...], int] | None = None
+    for (embed, inner), count in _wiki_counts(piece).items():
+        total += count
+        key = ("w", embed, inner)
+        written[key] += count
+        if key not in first:
+            places = places if places is not None else _wiki_places(piece)
+            first[key] = (shift + places[key], parse_link(inner, bool(embed)))
+    return total
+
+
+def _count_markdown(
+    piece: str,
+    shift: int,
+    extensions: tuple[str, ...],
+    first: dict[tuple[str, ...], tuple[int, Link]],
+    written: Counter[tuple[str, ...]],
+) -> int:
+    """_count_links for the Markdown links of one chunk, which starts at `shift`."""
+    total = 0
+    places: dict[tuple[str, ...], int] | None = None
+    for (embed, label, raw), count in _markdown_counts(piece).items():
+        key = ("m", embed, label, raw)
+        if key not in first:
+            path = raw[1:-1] if raw.startswith("<") else raw
+            link = _markdown_link(path, bool(embed), label, extensions)
+            if link is None:
+                continue
+            places = places if places is not None else _markdown_places(piece)
+            first[key] = (shift + places[key], link)
+        total += count
+        written[key] += count
+    return total
+
+
+def _wiki_places(piece: str) -> dict[tuple[str, ...], int]:
+    """Where each distinct [[link]] of `piece` is first written, by its `_count_links` key: found by the
+    link pattern itself (a text search would find `[[a]]` inside an earlier `![[a]]`)."""
+    places: dict[tuple[str, ...], int] = {}
+    if "![[" in piece:
+        for match in _LINK.finditer(piece):
+            places.setdefault(("w", *match.group(1, 2)), match.start())
+    else:
+        for match in _PLAIN_LINK.finditer(piece):
+            places.setdefault(("w", "", match.group(1)), match.start())
+    return places
+
+
+def _markdown_places(piece: str) -> dict[tuple[str, ...], int]:
+    """Where each distinct Markdown link of `piece` is first written, by its `_count_links` key."""
+    places: dict[tuple[str, ...], int] = {}
+    if "![" in piece:
+        for match in _MD_LINK.finditer(piece):
+            places.setdefault(("m", *match.group(1, 2, 3)), match.start())
+    else:
+        for match in _PLAIN_MD_LINK.finditer(piece):
+            places.setdefault(("m", "", *match.group(1, 2)), match.start())
+    return places
 
 
 def _wiki_counts(piece: str) -> dict[tuple[str, str], int]:
