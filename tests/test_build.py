@@ -14,16 +14,18 @@ import sqlite3
 import subprocess
 import time
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amem.index import tokenize
 from amem.index.batch import CompactResolver
 from amem.index.tokenize import field_text, stem
-from amem.notes.links import LinkResolver
+from amem.notes.links import LinkResolver, extract_links, link_census
 from tests.conftest import write_file
 from tests.installed import amem_bin
 
@@ -232,3 +234,145 @@ def test_the_compact_resolver_resolves_as_the_link_resolver_does(ids: list[str],
     for target in targets + ["nowhere", "a/note", "z/note.md"]:
         assert compact.ranked(target) == full.ranked(target), target
         assert compact.ranked_path(target) == full.ranked_path(target), target
+
+
+# --- the link census ---------------------------------------------------------------------------------
+
+#: Pieces of Markdown around links: embeds and their lookalikes, Markdown links (pointed, to URLs),
+#: fences, indented code, inline code, pipes and fragments.
+LINK_PIECES = ["[[", "]]", "![[", "!", "[", "]", "(", ")", "](", "a", "b.md", "c d", "|x", "#h", "^b", "`"]
+LINK_PIECES += ["```\n", "~~~\n", "\n", "\n\n", "    ", "\t", " ", "é", "<a b.md>", "http://x", "[[a]]", "[x](a.md)"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(LINK_PIECES), max_size=50).map("".join))
+def test_the_link_census_counts_the_links_that_the_link_spans_find(body: str) -> None:
+    census = link_census(None, body, (".md",), limit=None)
+    links = extract_links(body, (".md",))
+    assert census.listed == links
+    assert census.total == len(links)
+    assert census.distinct == list(dict.fromkeys(links))
+    written = Counter(links)
+    assert list(census.counts) == [written[link] for link in census.distinct]
+
+
+# --- one read of each note, and the worker that reads ahead ------------------------------------------
+
+
+def test_a_cold_build_reads_each_note_once(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amem.config import load_config
+    from amem.index.index import VaultIndex
+    from amem.notes.ids import open_regular as real
+
+    ids = make_vault(vault, random.Random(3), 400)
+    opened: Counter[str] = Counter()
+
+    def counting(path: str) -> Any:
+        opened[os.path.relpath(path, vault)] += 1
+        return real(path)
+
+    # Every way the index opens a note (the first pass, and the second pass's reading again).
+    monkeypatch.setattr("amem.index.note_reader.open_regular", counting)
+    monkeypatch.setattr("amem.index.batch.open_regular", counting)
+    index = VaultIndex(load_config())
+    try:
+        assert index.refresh().added == len(ids)
+    finally:
+        index.close()
+    assert set(opened) == set(ids)
+    assert set(opened.values()) == {1}, opened.most_common(3)
+
+
+def big_vault(vault: Path, count: int) -> list[str]:
+    """A vault of more notes than a cold build reads in a worker process, each a link target."""
+    rng = random.Random(11)
+    ids = make_vault(vault, rng, 330)
+    for i in range(count):
+        write_file(vault / f"bulk/n{i}.md", f"# bulk {i}\nsome [[{rng.choice(ids)[:-3]}]] and [[n{(i * 7) % count}]]\n")
+    return ids + [f"bulk/n{i}.md" for i in range(count)]
+
+
+def worker_of(pid: int, deadline: float) -> int | None:
+    """The pid of the note-reading worker process that process `pid` started, once it runs."""
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"amem.index.note_reader" in cmdline:
+                return int(entry)
+        time.sleep(0.005)
+    return None
+
+
+def stored_notes(cache: Path) -> int:
+    found = list(cache.rglob("index.sqlite"))
+    if not found:
+        return 0
+    try:
+        probe = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True, timeout=1)
+        try:
+            return int(probe.execute("SELECT count(*) FROM notes").fetchone()[0])
+        finally:
+            probe.close()
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.parametrize("when", ["at its start", "half way"])
+def test_a_cold_build_whose_worker_is_killed_carries_on_and_equals_a_build_without_it(
+    vault: Path, tmp_path: Path, when: str
+) -> None:
+    every = big_vault(vault, 2400)
+    cache = tmp_path / "killed"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "AMEM_VAULT": str(vault)}
+    program = str(amem_bin(tmp_path / "bin") / "amem")
+    proc = subprocess.Popen([program, "index"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    worker = worker_of(proc.pid, deadline)
+    assert worker is not None, "the cold build started no worker"
+    if when == "half way":
+        while time.monotonic() < deadline and stored_notes(cache) < 400 and proc.poll() is None:
+            time.sleep(0.01)
+        assert 400 <= stored_notes(cache) < len(every)  # the worker is held back by the pipe: still there
+    os.kill(worker, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert json.loads(out)["refreshed"] == len(every)
+    fresh = tmp_path / "fresh"
+    run_amem(tmp_path, vault, fresh, "index")
+    assert index_dump(cache) == index_dump(fresh)
+    assert "complete" in index_dump(cache)["meta"]
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of process `pid` (`Z`: exited, not yet reaped), None when there is none."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def test_a_cold_build_killed_with_its_worker_running_leaves_no_worker_behind(vault: Path, tmp_path: Path) -> None:
+    big_vault(vault, 2400)
+    cache = tmp_path / "killed"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "AMEM_VAULT": str(vault)}
+    program = str(amem_bin(tmp_path / "bin") / "amem")
+    proc = subprocess.Popen([program, "index"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = worker_of(proc.pid, time.monotonic() + 60)
+    assert worker is not None, "the cold build started no worker"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process_state(worker) not in (None, "Z"):
+        time.sleep(0.01)
+    assert process_state(worker) in (None, "Z"), "the worker runs on without its build"  # gone, or a zombie
+    fresh = tmp_path / "fresh"
+    run_amem(tmp_path, vault, cache, "index")
+    run_amem(tmp_path, vault, fresh, "index")
+    assert index_dump(cache) == index_dump(fresh)

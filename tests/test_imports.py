@@ -62,6 +62,7 @@ NOTES_AMEM = frozenset(
         "amem.index.index",
         "amem.index.snapshot",
         "amem.index.batch",
+        "amem.index.note_reader",
         "amem.index.scan",
         "amem.index.sql",
         "amem.notes.links",

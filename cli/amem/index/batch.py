@@ -3,25 +3,20 @@ the links it resolves again, each step named (`_Batch.write`)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from ..digest import sha1_hex
 from ..notes.ids import may_read, open_regular
 from ..notes.links import (
     PATH_MARK,
-    LinkCensus,
     LinkResolver,
-    alias_keys,
-    link_census,
     link_key,
     resolution_keys,
     resolve_stored,
-    stored_target,
 )
+from .note_reader import NoteRow, Reading, ReadNote, WorkerReads, read_note, search_fields
 from .scan import RACY_NS
 from .sql import run_in, select_in
 
@@ -39,42 +34,16 @@ _RESOLVED_MEMO = 65536
 #: stored yet, so whichever refresh finishes its work resolves every link again first.
 _COLD_BUILD = "cold-build"
 _SET_META = "INSERT OR REPLACE INTO meta VALUES (?, '1')"
-
-
-class _NoteRow(NamedTuple):
-    """A row of the notes table, in the order of its columns after rowid."""
-
-    id: str
-    folder: str
-    key: str
-    name_key: str
-    rkey: str
-    mtime_ns: int
-    size: int
-    digest: str | None
-    problem: str | None
-    title: str
-    title_key: str
-    tags: str
-    created: str | None
-    frontmatter: str
-    body_at: int
-    search: int
+#: A cold build of at least this many notes reads them in a worker process while it writes SQLite: the
+#: worker costs a Python start (~0.1 s), which a smaller build does not win back.
+WORKER_FROM = 2000
+#: A cold build's search fields (all but the backlinks, unknown until its last batch), kept from its
+#: first pass for its second; in the connection's temporary database, gone with it.
+_KEPT_SEARCH = "CREATE TEMP TABLE IF NOT EXISTS kept_search (rowid INTEGER PRIMARY KEY, head, headings, body)"
 
 
 #: `id=?, folder=?, …` for an UPDATE of every column of a _NoteRow.
-_ROW_ASSIGNMENTS = ", ".join(f"{name}=?" for name in _NoteRow._fields)
-
-
-class _ReadNote(NamedTuple):
-    """A note as a refresh read it: its row, its tags and its link targets (none when unreadable)."""
-
-    row: _NoteRow
-    tags: list[str]
-    #: each distinct stored target: (target, how many times written, how many of those as ![[embeds]], the
-    #: line it is first written on)
-    targets: list[tuple[str, int, int, int]]
-    aliases: list[str]  # link keys of its frontmatter `aliases`, how `read` finds a note by another name
+_ROW_ASSIGNMENTS = ", ".join(f"{name}=?" for name in NoteRow._fields)
 
 
 class _Batch:
@@ -109,8 +78,15 @@ class _Batch:
         self.cold = bulk and bool(ids) and self.conn.execute("SELECT 1 FROM notes LIMIT 1").fetchone() is None
         self._cold_left = len(ids)  # notes the cold build has yet to write
         self._checked_cold_mark = self.cold
+        self.reading = Reading(self.root, self.real_root, self.racy_before, self.config.extensions, self.cold)
+        self._worker: WorkerReads | None = None
         if self.cold:
             self._memory = CompactResolver(ids, self.config.extensions)
+            # The search fields a cold build makes as it reads, for its second pass (never read twice).
+            self.conn.execute(_KEPT_SEARCH)
+            self.conn.execute("DELETE FROM temp.kept_search")
+            if len(ids) >= WORKER_FROM:
+                self._worker = WorkerReads(self.reading, [(note_id, scan.files[note_id]) for note_id in ids])
 
     def resolver(self) -> LinkResolver:
         if not self.bulk:
@@ -183,8 +159,9 @@ class _Batch:
         tag_rows: list[tuple[int, str]] = []
         alias_rows: list[tuple[int, str]] = []
         link_rows: list[tuple[int, int, str, int, int, int]] = []
-        for note_id in batch:
-            note = self._read(note_id)
+        kept: list[tuple[int, str, str, str]] = []
+        for note in self._reads(batch):
+            note_id = note.row.id
             self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
             readable = note.row.problem is None
             old = known.get(note_id)
@@ -193,6 +170,8 @@ class _Batch:
                 rowid = next_rowid
                 next_rowid += 1
                 new_rows.append((rowid, *note.row))
+                if note.search is not None:
+                    kept.append((rowid, *note.search))
                 if self.cold:
                     if not readable:
                         keys |= self._unreadable_in_cold_build(note_id)
@@ -210,15 +189,23 @@ class _Batch:
             alias_rows += [(rowid, key) for key in note.aliases]
             link_rows += [(rowid, seq, *target) for seq, target in enumerate(note.targets)]
         conn.executemany(
-            f"INSERT INTO notes (rowid, {', '.join(_NoteRow._fields)}) VALUES (?{', ?' * len(_NoteRow._fields)})",
+            f"INSERT INTO notes (rowid, {', '.join(NoteRow._fields)}) VALUES (?{', ?' * len(NoteRow._fields)})",
             new_rows,
         )
         conn.executemany("INSERT INTO note_tags (note, tag) VALUES (?, ?)", tag_rows)
         conn.executemany("INSERT INTO note_aliases (note, key) VALUES (?, ?)", alias_rows)
+        self._keep_search(kept)
         if self._memory is not None:
             for note_id in added:
                 self._memory.add(note_id)
         self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
+
+    def _keep_search(self, kept: list[tuple[int, str, str, str]]) -> None:
+        """Keep a cold build's search fields for its second pass; after its last batch, stop its worker."""
+        if kept:  # a cold build's (only it makes them, and only it has the table)
+            self.conn.executemany("INSERT INTO temp.kept_search VALUES (?, ?, ?, ?)", kept)
+        if self._cold_left <= 0 and self._worker is not None:
+            self._worker.close()
 
     def _finish_killed_cold_build(self) -> None:
         """A cold build was killed half way (its mark is there): resolve every stored link again against
@@ -269,69 +256,12 @@ class _Batch:
         fts.delete(conn, searchable)
         return known, readable, old_targets
 
-    def _read(self, note_id: str) -> _ReadNote:
-        """One note as the index keeps it: read (if amem may read it), parsed, its row made."""
-        from ..notes.parse import note_title, parse_note  # here: a refresh that changes nothing parses nothing
-        from ..notes.tags import note_tags
-        from .tokenize import title_key
-
-        path = os.path.join(self.root, note_id)
-        mtime_ns, size = self.scan.files[note_id]
-        data = b""
-        text = ""
-        problem: str | None = None
-        try:
-            if os.path.islink(path) and not may_read(path, self.real_root):
-                raise PermissionError(13, "it leads outside the vault")
-            with open_regular(path) as handle:
-                data = handle.read()
-                st = os.fstat(handle.fileno())  # the (mtime, size) of exactly these bytes
-            mtime_ns, size = st.st_mtime_ns, st.st_size
-            text = data.decode("utf-8")
-        except OSError as exc:
-            data, problem = b"", f"cannot read it ({exc.strerror})"
-        except UnicodeDecodeError:
-            text, problem = "", "it is not UTF-8 text"
-        title, frontmatter, created, body_at = "", "{}", None, 0
-        tags: list[str] = []
-        targets: list[tuple[str, int, int, int]] = []
-        aliases: list[str] = []
-        if problem is None:
-            parsed = parse_note(text, note_id)  # YAML only beyond the simple subset
-            fields, body = parsed.frontmatter, parsed.body
-            title = note_title(fields, body, note_id)
-            frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
-            tags = note_tags(fields, body)
-            aliases = alias_keys(fields.get("aliases"))
-            value = fields.get("created")
-            created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
-            body_at = len(data) - len(body.encode("utf-8"))
-            # Each distinct target once: a note that names one note a million times costs one row.
-            census = link_census(parsed.frontmatter_text, body, self.config.extensions, limit=0)
-            # Lines from 1 in the file, the BOM aside: the frontmatter block starts on the second.
-            body_line = text.count("\n", 0, len(text) - len(body)) + 1
-            targets = _counted_targets(census, note_id, (2, body_line))
-        cut = note_id.rfind("/") + 1
-        key = link_key(note_id)
-        row = _NoteRow(
-            id=note_id,
-            folder=note_id[:cut],
-            key=key,
-            name_key=link_key(note_id[cut:]),
-            rkey=key[::-1],
-            mtime_ns=mtime_ns,
-            size=size,
-            digest=sha1_hex(data) if mtime_ns >= self.racy_before else None,
-            problem=problem,
-            title=title,
-            title_key=title_key(title),
-            tags=json.dumps(tags, ensure_ascii=False),
-            created=created,
-            frontmatter=frontmatter,
-            body_at=body_at,
-            search=0 if problem else 1,
-        )
-        return _ReadNote(row, tags, targets, aliases)
+    def _reads(self, batch: list[str]) -> list[ReadNote]:
+        """The batch's notes read: by the worker reading ahead of a big cold build, else here."""
+        notes = [(note_id, self.scan.files[note_id]) for note_id in batch]
+        if self._worker is not None:
+            return self._worker.take(notes)
+        return [read_note(self.reading, note_id, stat) for note_id, stat in notes]
 
     def _store_links(
         self, link_rows: list[tuple[int, int, str, int, int, int]], keys: set[str], old_targets: dict[int, set[str]]
@@ -393,7 +323,6 @@ class _Batch:
     def search_rows(self) -> bool:
         """Write one batch of the search rows marked by the first pass; False when none is left."""
         from . import fts
-        from .tokenize import field_text
 
         conn = self.conn
         rows = conn.execute(
@@ -401,8 +330,11 @@ class _Batch:
             (BATCH,),
         ).fetchall()
         if not rows:
+            if self.cold:
+                conn.execute("DROP TABLE IF EXISTS temp.kept_search")
             return False
         sources = self._linking_ids([row[1] for row in rows])
+        kept = self._kept_search([row[0] for row in rows if row[4] == 1])
         inserts: list[tuple[int, str, str, str, str]] = []
         relinks: list[tuple[str, int]] = []
         for rowid, note_id, title, body_at, state in rows:
@@ -410,12 +342,19 @@ class _Batch:
             if state == 2:
                 relinks.append((links, rowid))
                 continue
-            body = self._body(note_id, body_at)
-            inserts.append((rowid, fts.head_text(note_id, title), fts.headings_text(body), links, field_text(body)))
+            fields = kept.get(rowid) or search_fields(note_id, title, self._body(note_id, body_at))
+            inserts.append((rowid, fields[0], fields[1], links, fields[2]))
         fts.insert(conn, inserts)
         fts.set_links(conn, relinks)
         conn.executemany("UPDATE notes SET search = 0 WHERE rowid = ?", [(row[0],) for row in rows])
         return True
+
+    def _kept_search(self, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
+        """The search fields the first pass of a cold build kept, by rowid."""
+        if not self.cold or not rowids:
+            return {}
+        query = "SELECT rowid, head, headings, body FROM temp.kept_search WHERE rowid IN ({})"
+        return {row[0]: row[1:] for row in select_in(self.conn, query, rowids)}
 
     def _body(self, note_id: str, body_at: int) -> str:
         path = os.path.join(self.root, note_id)
@@ -475,21 +414,6 @@ class IndexResolver(LinkResolver):
 
     def find_basename(self, keys: list[str]) -> list[str]:
         return self._ids(f"name_key IN ({','.join('?' * len(keys))})", keys)
-
-
-def _counted_targets(census: LinkCensus, note_id: str, starts: tuple[int, int]) -> list[tuple[str, int, int, int]]:
-    """Each distinct stored target of a note once, in the order first written, with how many times it is
-    written, how many of those are embeds and the line of the first (`starts`: the file's lines where the
-    frontmatter block and the body start): a note that names one note a million times costs one row."""
-    counted: dict[str, list[int]] = {}
-    for link, count, line in zip(census.distinct, census.counts, census.lines, strict=True):
-        target = stored_target(link, note_id)
-        if target:
-            start = starts[0] if link.kind == "frontmatter" else starts[1]
-            tally = counted.setdefault(target, [0, 0, start + line])  # the first written is the earliest
-            tally[0] += count
-            tally[1] += count if link.embed else 0
-    return [(target, count, embeds, line) for target, (count, embeds, line) in counted.items()]
 
 
 class CompactResolver(LinkResolver):
