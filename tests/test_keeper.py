@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,45 +25,8 @@ from amem.index.search import search
 from amem.ops.read import read_note
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo
+from tests.keeperproc import KeeperProcess, start_keeper, wait_until_stopped
 from tests.test_index import snapshot
-
-
-class KeeperProcess:
-    def __init__(self, proc: subprocess.Popen[str], ready: dict[str, Any]) -> None:
-        self.proc = proc
-        self.ready = ready
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(timeout=30)
-
-
-def start_keeper(*extra: str) -> KeeperProcess:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "amem", "index", "--watch", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # printed once the keeper is keeping the index
-    if not line:
-        proc.wait(timeout=30)
-        assert proc.stderr is not None
-        raise AssertionError(f"the keeper did not start: {proc.stderr.read()}")
-    return KeeperProcess(proc, json.loads(line))
-
-
-@pytest.fixture
-def keeper(vault: Path) -> Iterator[KeeperProcess]:
-    vault.mkdir(parents=True, exist_ok=True)
-    started = start_keeper()
-    try:
-        yield started
-    finally:
-        started.stop(signal.SIGKILL)
 
 
 class WalkCounter:
@@ -86,13 +48,6 @@ class WalkCounter:
 
         monkeypatch.setattr("amem.index.index.scan_vault", counting)  # where refresh looks it up
         monkeypatch.setattr(amem.index.index.VaultIndex, "_quick_scan", counting_quick)
-
-
-def wait_until_stopped(pid: int) -> None:
-    deadline = time.monotonic() + 30
-    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
 
 
 def ids_found(config: Config, query: str) -> list[str]:

@@ -8,13 +8,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ from amem.index import semantic
 from amem.index.index import VaultIndex
 from amem.index.keeper_client import INFO_FILE, LOCK_FILE, SOCKET_FILE
 from tests.conftest import write_file
-from tests.test_keeper import KeeperProcess, start_keeper
+from tests.keeperproc import KeeperProcess, start_keeper
 
 pytestmark = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
 
@@ -49,15 +46,6 @@ _PROBE = (
     "code = amem.cli.run(sys.argv[1:])\n"
     "print(code, 'numpy' in sys.modules, file=sys.stderr)\n"
 )
-
-
-@pytest.fixture
-def short_cache(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A cache folder with a short path, so that the keeper's socket path fits (pytest's folders may not)."""
-    folder = Path(tempfile.mkdtemp(prefix="amc", dir="/tmp"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -98,12 +86,9 @@ def maps_numpy(pid: int) -> bool:
 
 
 @pytest.fixture
-def keeper(semantic_vault: Path) -> Iterator[KeeperProcess]:
-    started = start_keeper()
-    try:
-        yield started
-    finally:
-        started.stop(signal.SIGKILL)
+def keeper(semantic_vault: Path, keeper: KeeperProcess) -> KeeperProcess:
+    """The shared keeper, started once the semantic vault holds its notes."""
+    return keeper
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -209,7 +209,7 @@ def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch:
 
 @pytest.mark.slow
 def test_the_keeper_embeds_in_the_background(minilm_vault: Path) -> None:
-    from tests.test_keeper import start_keeper
+    from tests.keeperproc import start_keeper
 
     keeper = start_keeper()
     try:
