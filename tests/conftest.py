@@ -14,12 +14,18 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from amem.cli import cli
 from amem.config import Config, load_config
 from tests.keeperproc import KeeperProcess, start_keeper
 
 _CLEARED_PREFIXES = ("AMEM_", "AGENTMEMORY_")
+
+# No property fails for being slow: an example's time on a loaded machine (or beside another xdist worker)
+# says nothing of the code. Hypothesis's default 200 ms deadline would be a timing assertion.
+settings.register_profile("amem", deadline=None)
+settings.load_profile("amem")
 
 
 @pytest.fixture(autouse=True)
