@@ -283,3 +283,50 @@ def test_a_rebuild_while_a_keeper_runs_holds_every_note(vault: Path, keeper: Kee
     config = load_config()
     VaultIndex(config).clear()
     assert len(ids_found(config, "rebuilt")) == 20
+
+
+#: `amem index --watch` whose stop Event takes its first wait's SIGTERM while the keeper's main thread
+#: holds the Event's own lock: where the signal lands when it comes just as the keeper, its ready line
+#: printed, begins to wait (the handler runs in that thread). A handler that took the same lock would wait
+#: for itself for ever.
+SIGTERM_INSIDE_THE_WAIT = """
+import os, signal, sys, threading
+
+
+class SignalledInsideWait(threading.Event):
+    fired = False
+
+    def wait(self, timeout=None):
+        if not SignalledInsideWait.fired and sys._getframe(1).f_code.co_name == "_keep":
+            SignalledInsideWait.fired = True
+            with self._cond:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(1000):  # the handler runs here, between two of these steps
+                    pass
+        return super().wait(timeout)
+
+
+threading.Event = SignalledInsideWait
+from amem.cli import main
+
+main()
+"""
+
+
+def test_a_sigterm_that_lands_as_the_keeper_begins_to_wait_stops_it(vault: Path) -> None:
+    vault.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_INSIDE_THE_WAIT, "index", "--watch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # wedged: no keeper outlives its test
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert json.loads(out.splitlines()[0])["notes"] == 0  # it was keeping the index when the signal came
+    assert not (vault / SYNC_DIR).exists()  # and it stopped as a keeper stops
