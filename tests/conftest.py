@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 from amem.cli import cli
 from amem.config import Config, load_config
+from tests.keeperproc import KeeperProcess, start_keeper
 
 _CLEARED_PREFIXES = ("AMEM_", "AGENTMEMORY_")
+
+# No property fails for being slow: an example's time on a loaded machine (or beside another xdist worker)
+# says nothing of the code. Hypothesis's default 200 ms deadline would be a timing assertion.
+settings.register_profile("amem", deadline=None)
+settings.load_profile("amem")
 
 
 @pytest.fixture(autouse=True)
@@ -47,6 +58,36 @@ def vault(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def config(vault: Path) -> Config:
     return load_config()
+
+
+@pytest.fixture
+def short_cache(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A cache folder with a short path, so that the keeper's socket path fits (pytest's folders may not)."""
+    folder = Path(tempfile.mkdtemp(prefix="amc", dir="/tmp"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def keeper(vault: Path) -> Iterator[KeeperProcess]:
+    """A live index keeper (`amem index --watch`) of the vault, SIGKILLed at the end of the test."""
+    vault.mkdir(parents=True, exist_ok=True)
+    started = start_keeper()
+    try:
+        yield started
+    finally:
+        started.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    """An empty bare git repository, the remote that `tests.gitrepo.clone` clones."""
+    path = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
+    return path
 
 
 class Result:

@@ -27,6 +27,11 @@ def init_repo(path: Path) -> Path:
     return path
 
 
+def clone(remote: Path, where: Path) -> Path:
+    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True, capture_output=True)
+    return where
+
+
 def commit_all(repo: Path, message: str) -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)

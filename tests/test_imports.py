@@ -279,7 +279,7 @@ def test_with_a_keeper_a_command_loads_only_a_clients_modules(
     import signal
     import tempfile
 
-    from .test_keeper import start_keeper
+    from .keeperproc import start_keeper
 
     write_file(vault / "x.md", "# x\n\nA note.\n")
     cache = tempfile.mkdtemp(prefix="ami", dir="/tmp")  # short: the keeper's socket path must fit

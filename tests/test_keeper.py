@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,45 +25,8 @@ from amem.index.search import search
 from amem.ops.read import read_note
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo
+from tests.keeperproc import KeeperProcess, start_keeper, wait_until_stopped
 from tests.test_index import snapshot
-
-
-class KeeperProcess:
-    def __init__(self, proc: subprocess.Popen[str], ready: dict[str, Any]) -> None:
-        self.proc = proc
-        self.ready = ready
-
-    def stop(self, sig: int = signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(timeout=30)
-
-
-def start_keeper(*extra: str) -> KeeperProcess:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "amem", "index", "--watch", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # printed once the keeper is keeping the index
-    if not line:
-        proc.wait(timeout=30)
-        assert proc.stderr is not None
-        raise AssertionError(f"the keeper did not start: {proc.stderr.read()}")
-    return KeeperProcess(proc, json.loads(line))
-
-
-@pytest.fixture
-def keeper(vault: Path) -> Iterator[KeeperProcess]:
-    vault.mkdir(parents=True, exist_ok=True)
-    started = start_keeper()
-    try:
-        yield started
-    finally:
-        started.stop(signal.SIGKILL)
 
 
 class WalkCounter:
@@ -86,13 +48,6 @@ class WalkCounter:
 
         monkeypatch.setattr("amem.index.index.scan_vault", counting)  # where refresh looks it up
         monkeypatch.setattr(amem.index.index.VaultIndex, "_quick_scan", counting_quick)
-
-
-def wait_until_stopped(pid: int) -> None:
-    deadline = time.monotonic() + 30
-    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
 
 
 def ids_found(config: Config, query: str) -> list[str]:
@@ -354,3 +309,50 @@ def test_a_long_lived_processs_kept_index_follows_a_rebuild(
         assert sorted(hit["id"] for hit in search(config, "alpha")["hits"]) == ["a.md", "b.md"]
     finally:
         second.stop()
+
+
+#: `amem index --watch` whose stop Event takes its first wait's SIGTERM while the keeper's main thread
+#: holds the Event's own lock: where the signal lands when it comes just as the keeper, its ready line
+#: printed, begins to wait (the handler runs in that thread). A handler that took the same lock would wait
+#: for itself for ever.
+SIGTERM_INSIDE_THE_WAIT = """
+import os, signal, sys, threading
+
+
+class SignalledInsideWait(threading.Event):
+    fired = False
+
+    def wait(self, timeout=None):
+        if not SignalledInsideWait.fired and sys._getframe(1).f_code.co_name == "_keep":
+            SignalledInsideWait.fired = True
+            with self._cond:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(1000):  # the handler runs here, between two of these steps
+                    pass
+        return super().wait(timeout)
+
+
+threading.Event = SignalledInsideWait
+from amem.cli import main
+
+main()
+"""
+
+
+def test_a_sigterm_that_lands_as_the_keeper_begins_to_wait_stops_it(vault: Path) -> None:
+    vault.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_INSIDE_THE_WAIT, "index", "--watch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # wedged: no keeper outlives its test
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert json.loads(out.splitlines()[0])["notes"] == 0  # it was keeping the index when the signal came
+    assert not (vault / SYNC_DIR).exists()  # and it stopped as a keeper stops

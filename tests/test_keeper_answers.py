@@ -15,9 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,7 +29,7 @@ from amem.index.keeper_ask import ANSWER_TIMEOUT, MAX_ANSWER, NO_KEEPER, answer_
 from amem.index.keeper_client import INFO_FILE, SOCKET_FILE
 from tests.conftest import write_file
 from tests.installed import amem_bin
-from tests.test_keeper import KeeperProcess, start_keeper, wait_until_stopped
+from tests.keeperproc import KeeperProcess, start_keeper, wait_until_stopped
 
 #: Runs amem in a fresh interpreter as the console script does, and writes the modules it loaded to the
 #: file named by its first argument (stdout, stderr and the exit code stay the command's own).
@@ -86,25 +84,8 @@ def assert_same(kept: Ran, own: Ran) -> None:
     assert "Traceback" not in kept.stderr
 
 
-@pytest.fixture(autouse=True)
-def short_cache(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A cache folder with a short path, so that the keeper's socket path fits (pytest's folders may not)."""
-    folder = Path(tempfile.mkdtemp(prefix="amk", dir="/tmp"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def keeper(vault: Path) -> Iterator[KeeperProcess]:
-    vault.mkdir(parents=True, exist_ok=True)
-    started = start_keeper()
-    try:
-        yield started
-    finally:
-        started.stop(signal.SIGKILL)
+#: Every test here runs with a cache folder whose path is short enough for the keeper's socket.
+pytestmark = pytest.mark.usefixtures("short_cache")
 
 
 def small_vault(vault: Path) -> None:

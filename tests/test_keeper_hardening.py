@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from amem.index import semantic
 from amem.index.keeper_client import INFO_FILE, SOCKET_FILE, SYNC_DIR
 from tests.conftest import write_file
 from tests.gitrepo import commit_all, git, set_identity
-from tests.test_keeper import KeeperProcess, start_keeper
+from tests.keeperproc import KeeperProcess, start_keeper
 
 AMEM = [sys.executable, "-m", "amem"]
 
@@ -146,15 +145,6 @@ def test_a_file_named_like_the_keepers_folder_is_named_in_the_error(vault: Path)
 
 
 # --- item 8: the ranking socket against malformed requests -------------------------------------------
-
-
-@pytest.fixture
-def short_cache(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A cache folder with a short path, so that the keeper's socket path fits."""
-    folder = Path(tempfile.mkdtemp(prefix="amk", dir="/tmp"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -8,13 +8,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ from amem.index import semantic
 from amem.index.index import VaultIndex
 from amem.index.keeper_client import INFO_FILE, LOCK_FILE, SOCKET_FILE
 from tests.conftest import write_file
-from tests.test_keeper import KeeperProcess, start_keeper
+from tests.keeperproc import KeeperProcess, start_keeper
 
 pytestmark = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
 
@@ -49,15 +46,6 @@ _PROBE = (
     "code = amem.cli.run(sys.argv[1:])\n"
     "print(code, 'numpy' in sys.modules, file=sys.stderr)\n"
 )
-
-
-@pytest.fixture
-def short_cache(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A cache folder with a short path, so that the keeper's socket path fits (pytest's folders may not)."""
-    folder = Path(tempfile.mkdtemp(prefix="amc", dir="/tmp"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -98,12 +86,9 @@ def maps_numpy(pid: int) -> bool:
 
 
 @pytest.fixture
-def keeper(semantic_vault: Path) -> Iterator[KeeperProcess]:
-    started = start_keeper()
-    try:
-        yield started
-    finally:
-        started.stop(signal.SIGKILL)
+def keeper(semantic_vault: Path, keeper: KeeperProcess) -> KeeperProcess:
+    """The shared keeper, started once the semantic vault holds its notes."""
+    return keeper
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -114,12 +99,13 @@ def test_a_live_keeper_ranks_and_the_answer_is_the_same_without_numpy(
     assert json.loads((cache / INFO_FILE).read_text())["socket"] == SOCKET_FILE
     assert (cache / SOCKET_FILE).stat().st_mode & 0o777 == 0o600
     assert not maps_numpy(keeper.proc.pid)  # idle, the keeper has not loaded the model
+    load_the_model(cache)
+    assert maps_numpy(keeper.proc.pid)  # asked to rank, it loaded the model
     through_keeper = []
     for query in QUERIES:
         result, numpy, warnings = search(semantic_vault, *query)
         assert not numpy and warnings == ""
         through_keeper.append(result)
-    assert maps_numpy(keeper.proc.pid)  # it ranked
     assert "auth.md" in [hit["id"] for hit in through_keeper[0]["hits"]]  # found only by meaning
     assert {hit["id"] for hit in through_keeper[1]["hits"]} <= {"ops/deploy.md", "ops/keys.md"}
     keeper.stop()
@@ -129,6 +115,7 @@ def test_a_live_keeper_ranks_and_the_answer_is_the_same_without_numpy(
 
 def test_the_keeper_ranks_a_note_changed_while_it_runs(semantic_vault: Path, keeper: KeeperProcess) -> None:
     query = "how long do credentials stay valid"
+    load_the_model(load_config().cache_dir)
     write_file(semantic_vault / "coffee.md", "# Credentials\n\nCredentials stay valid for one hour only.\n")
     result, numpy, _ = search(semantic_vault, query)
     assert not numpy
@@ -209,6 +196,14 @@ def ask(path: Path, line: bytes) -> dict[str, Any]:
             data += piece
     answer: dict[str, Any] = json.loads(data)
     return answer
+
+
+def load_the_model(cache: Path) -> None:
+    """Ask the keeper for a ranking, waiting as long as it takes: its first ranking loads the model, which
+    on a loaded machine can take longer than a search waits for the keeper (RANK_TIMEOUT, 2 s) before it
+    ranks by itself. Searches after this one are answered from the loaded model."""
+    ranked = ask(cache / SOCKET_FILE, json.dumps({"v": 1, "query": "warm", "depth": 3, "among": None}).encode() + b"\n")
+    assert "ranking" in ranked, ranked
 
 
 def test_a_bad_request_gets_an_error_and_the_keeper_goes_on_ranking(

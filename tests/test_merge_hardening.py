@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amem.gitvault.merge import merge_texts
-from tests.gitrepo import commit_all, git
-from tests.test_sync import amem, clone, identity, remote, sync  # noqa: F401  (fixtures used by name)
+from tests.gitrepo import clone, commit_all, git
+from tests.test_sync import amem, identity, sync  # noqa: F401  (fixtures used by name)
 
 PLAN = "## Decisions\n\n- use postgres\n\n## Done\n\n- set up repo\n"
 
@@ -64,7 +64,7 @@ def settle(a: Path, b: Path) -> str:
 
 @pytest.mark.parametrize("editor_first", [True, False], ids=["edit-then-append", "append-then-edit"])
 def test_an_edited_line_stays_under_its_heading_when_the_other_machine_appends(
-    remote: Path,  # noqa: F811
+    remote: Path,
     tmp_path: Path,
     editor_first: bool,
 ) -> None:
@@ -83,7 +83,7 @@ def test_an_edited_line_stays_under_its_heading_when_the_other_machine_appends(
 
 @pytest.mark.parametrize("inserter_first", [True, False], ids=["insert-then-append", "append-then-insert"])
 def test_a_paragraph_inserted_mid_note_stays_where_it_was_inserted(
-    remote: Path,  # noqa: F811
+    remote: Path,
     tmp_path: Path,
     inserter_first: bool,
 ) -> None:
@@ -98,7 +98,7 @@ def test_a_paragraph_inserted_mid_note_stays_where_it_was_inserted(
     assert text.count("why: the team knows it") == 1 and text.rstrip().endswith("appended on A")
 
 
-def test_an_edit_inside_a_timestamp_section_stays_in_that_section(remote: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_an_edit_inside_a_timestamp_section_stays_in_that_section(remote: Path, tmp_path: Path) -> None:
     a, b = two_machines(remote, tmp_path, "first line\n\nsecond line\n\nthird line")
     edit(a, "plan", "second line\n", "second line, edited\n")
     edit(a, "plan", "first line\n", "first line\n\ninserted by A\n")
@@ -115,7 +115,7 @@ def test_an_edit_inside_a_timestamp_section_stays_in_that_section(remote: Path, 
     assert text.rstrip().endswith("appended on B")
 
 
-def test_the_same_line_edited_on_both_machines_is_a_conflict_that_keeps_both(remote: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_the_same_line_edited_on_both_machines_is_a_conflict_that_keeps_both(remote: Path, tmp_path: Path) -> None:
     a, b = two_machines(remote, tmp_path, PLAN)
     edit(a, "plan", "- use postgres\n", "- use postgres 16\n")
     edit(b, "plan", "- use postgres\n", "- use sqlite\n")
@@ -136,7 +136,7 @@ def pull(repo: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=repo, capture_output=True, text=True, check=False)
 
 
-def test_a_plain_git_pull_keeps_an_edit_in_place_and_marks_a_real_conflict(remote: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_plain_git_pull_keeps_an_edit_in_place_and_marks_a_real_conflict(remote: Path, tmp_path: Path) -> None:
     a, b = two_machines(remote, tmp_path, PLAN)
     assert "amem.gitvault.merge" in git(b, "config", "merge.amem.driver")
     edit(a, "plan", "- use postgres\n", "- use postgres 16\n")

@@ -209,7 +209,7 @@ def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch:
 
 @pytest.mark.slow
 def test_the_keeper_embeds_in_the_background(minilm_vault: Path) -> None:
-    from tests.test_keeper import start_keeper
+    from tests.keeperproc import start_keeper
 
     keeper = start_keeper()
     try:
@@ -249,7 +249,7 @@ def _explained(query: str) -> tuple[dict[str, Any], bool, str]:
 def test_a_model_folder_declares_the_scripts_it_reads(minilm_vault: Path, isolated_env: Path) -> None:
     import importlib.util
 
-    from tests.test_keeper import start_keeper
+    from tests.keeperproc import start_keeper
 
     write_file(minilm_vault / "zh.md", "# 令牌\n\n访问令牌在十五分钟后过期，然后需要重新登录。\n")
     spec = importlib.util.find_spec(models.MINILM_PACKAGE)

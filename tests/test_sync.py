@@ -19,7 +19,7 @@ from amem.config import load_config
 from amem.gitvault.merge import merge_texts
 from amem.ops.write import write_note
 from amem.store.write import append_text
-from tests.gitrepo import commit_all, git, init_repo, set_identity
+from tests.gitrepo import clone, commit_all, git, init_repo, set_identity
 
 AMEM = [sys.executable, "-m", "amem"]
 STAMP_HEADING = re.compile(r"^## (\S+)$", re.MULTILINE)
@@ -45,18 +45,6 @@ def sync(vault: Path, *args: str) -> dict[str, Any]:
 
 def append(vault: Path, note: str, text: str) -> None:
     write_note(load_config(vault=str(vault)), note, text)
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> Path:
-    path = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
-    return path
-
-
-def clone(remote: Path, where: Path) -> Path:
-    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True, capture_output=True)
-    return where
 
 
 def sections_of(text: str, marker: str) -> list[str]:

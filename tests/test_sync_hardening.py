@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepo import commit_all, git
-from tests.test_sync import AMEM, amem, append, clone, error_of, identity, remote, sync
+from tests.gitrepo import clone, commit_all, git
+from tests.test_sync import AMEM, amem, append, error_of, identity, sync
 
-__all__ = ["identity", "remote"]  # fixtures used here, defined in test_sync
+__all__ = ["identity"]  # the fixture used here, defined in test_sync
 
 
 def two_clones(remote: Path, tmp_path: Path) -> tuple[Path, Path]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepo import set_identity
+from tests.gitrepo import clone, set_identity
 
 AMEM = [sys.executable, "-m", "amem"]
 #: What `git fetch` starts of its own: the other end of the transfer and its connectivity check.
@@ -22,18 +22,6 @@ FETCH_INTERNALS = ("upload-pack", "rev-list", "index-pack", "unpack-objects")
 def identity(monkeypatch: pytest.MonkeyPatch) -> None:
     set_identity(monkeypatch)
     monkeypatch.setenv("AMEM_TZ", "+00:00")
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> Path:
-    path = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
-    return path
-
-
-def clone(remote: Path, where: Path) -> Path:
-    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True, capture_output=True)
-    return where
 
 
 def amem(vault: Path, *args: str, trace: Path | None = None, input: str | None = None) -> dict[str, object]:

@@ -1,7 +1,8 @@
 """Fixtures for the watcher: isolated homes, a stand-in agentmemory server, and running watchers.
 
 Timing is polled, never slept: a loaded 2-core machine delays events, so every wait is "until this is
-true, for up to 10 s", and debounces are short (60 ms).
+true, for up to 60 s" (a bound against a hang: at a load of 20, 50 spooled observations took over 10 s),
+and debounces are short (60 ms).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from amem.watcher.service import Watcher, WatchOptions
 from .agentmemory_standin import StandInServer
 
 DEBOUNCE_MS = 60
-WAIT = 10.0
+WAIT = 60.0
 
 
 @pytest.fixture(autouse=True)

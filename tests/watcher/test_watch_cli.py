@@ -227,6 +227,61 @@ def test_a_full_run_in_process_until_sigint(tmp_path: Path, standin: StandInServ
     assert "amem: watch stopped: " in result.stderr and " observed; server: " in result.stderr
 
 
+#: `amem watch` whose stop Event takes its first wait's SIGINT while the main thread holds the Event's own
+#: lock: where a signal lands when it comes just as the watcher begins to wait (its handler runs in that
+#: thread). A handler that took the same lock would wait for itself for ever.
+SIGINT_INSIDE_THE_WAIT = """
+import os, signal, threading
+import amem.watcher.service as service
+
+
+class SignalledInsideWait(threading.Event):
+    fired = False
+
+    def wait(self, timeout=None):
+        if not SignalledInsideWait.fired:
+            SignalledInsideWait.fired = True
+            with self._cond:
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):  # the handler runs here, between two of these steps
+                    pass
+        return super().wait(timeout)
+
+
+init = service.Watcher.__init__
+
+
+def init_signalled(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    self.stop_requested = SignalledInsideWait()
+
+
+service.Watcher.__init__ = init_signalled
+from amem.cli import main
+
+main()
+"""
+
+
+def test_a_sigint_that_lands_as_the_watcher_begins_to_wait_stops_it(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGINT_INSIDE_THE_WAIT, "watch", str(root), "--sink", "stdout"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # wedged: no watcher outlives its test
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, stderr
+    assert "amem: watch stopped: 0 observed; stdout: 0 delivered" in stderr
+
+
 # --- the installed program in a subprocess ----------------------------------------------------------
 
 

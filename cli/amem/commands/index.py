@@ -99,17 +99,20 @@ def _keep(keeper: Keeper, result: dict[str, Any]) -> None:
     from ..output import info
 
     stop = threading.Event()
+    # The handler runs in this thread, which may be inside stop.wait() holding the Event's lock: setting the
+    # Event there would wait for that lock for ever. So it only records the signal, looked at every 0.2 s.
+    signalled: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
-        stop.set()
+        signalled.append(signum)
 
     previous = signal.signal(signal.SIGTERM, on_signal)
     try:
         keeper.start()
         emit(result)
         info("keeping the vault's index fresh; stop with Ctrl-C or SIGTERM")
-        while not stop.wait(3600):
-            pass
+        while not signalled:
+            stop.wait(0.2)
     except KeyboardInterrupt:
         pass
     finally:

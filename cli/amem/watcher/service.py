@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 Log = Callable[[str], None]
 
+#: How often (seconds) a running watcher looks whether a stop signal came.
+STOP_POLL = 0.2
+
 NO_ROOTS = (
     "no folders to watch: give DIR arguments, set AGENTMEMORY_FS_WATCH_DIRS (comma-separated), "
     "or list watch.dirs in the config"
@@ -280,15 +283,20 @@ def run_watch(options: WatchOptions, *, config: Config, stdout: TextIO | None = 
     """Watch until SIGINT, SIGTERM or SIGHUP (or until stdout's reader goes away), then stop cleanly."""
     watcher = Watcher(options, config=config, stdout=stdout)
     previous: dict[int, Any] = {}
+    # The handler runs in this thread, which may be inside stop_requested.wait() holding the Event's lock:
+    # setting the Event there would wait for that lock for ever. So it only records the signal (no lock),
+    # and the wait below looks at the record every STOP_POLL seconds.
+    signalled: list[int] = []
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         for name in ("SIGINT", "SIGTERM", "SIGHUP"):
             number = getattr(signal, name, None)
             if number is not None:
-                previous[number] = signal.signal(number, lambda *_: watcher.stop_requested.set())
+                previous[number] = signal.signal(number, lambda signum, _: signalled.append(signum))
     try:
         watcher.start()
-        watcher.stop_requested.wait()
+        while not signalled and not watcher.stop_requested.wait(STOP_POLL):
+            pass
     finally:
         summary = watcher.stop()
         for number, handler in previous.items():
