@@ -70,6 +70,10 @@ def test_a_read_with_a_link_to_no_note_lists_no_folder_once_warm_and_sees_every_
     # Before: every one of the 81 folders listed again by each read. The note's own folder (a conflict
     # copy beside it) is all a warm read lists.
     assert listed <= 2, listed
+    write_file(vault / "f20/sub/written.md", "# written\n")  # as `amem write` does between two reads
+    again, listed = read(vault, "a")
+    assert again == first
+    assert listed <= 3, listed  # that folder, by the index's quick refresh and by the attachments' check
 
     write_file(vault / "f30/sub/deeper/later.pdf", b"%PDF")  # a new folder in an old one
     found, _ = read(vault, "a")

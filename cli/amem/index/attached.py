@@ -1,8 +1,8 @@
 """The vault's attachments as `read` resolves links to them, remembered in the index with the mtime of every
 folder they were listed from, so that a read of a note with a link that names no note stats the folders (as
 its quick refresh does) instead of listing the whole vault. A file added, removed or renamed moves its
-folder's mtime, and a new folder its parent's: then, or when a folder was racily recent, the vault is
-listed again. Folders and files are taken by the scan's rules (see `health.vault_files`)."""
+folder's mtime, and a new folder its parent's: such a folder (or one that was racily recent) is listed
+again, with the new folders under it. Folders and files are taken by the scan's rules (see `health.vault_files`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .scan import VaultScan, Walker
 if TYPE_CHECKING:
     from ..config import Config
 
-KEY = f"attachments-marshal-{marshal.version}"
+KEY = f"attachments-by-folder-{marshal.version}"
 
 
 class Attachments:
@@ -41,72 +41,89 @@ class Attachments:
 
     def paths(self) -> list[str]:
         walker = Walker(self.config, VaultScan())
-        remembered = self._remembered(walker)
-        if remembered is not None:
-            return remembered
-        folders, paths = _listing(walker)
-        if self.conn is not None:
-            _remember(self.conn, folders, paths)
-        return paths
+        stored = self._stored()
+        folders, changed = _refreshed(walker, stored)
+        if changed and self.conn is not None:
+            _remember(self.conn, folders)
+        return sorted(path for _, paths in folders.values() for path in paths)
 
-    def _remembered(self, walker: Walker) -> list[str] | None:
+    def _stored(self) -> dict[str, tuple[int, list[str]]]:
         if self.conn is None:
-            return None
+            return {}
         try:
             row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (KEY,)).fetchone()
-            folders, paths = marshal.loads(row[0]) if row else (None, None)
+            folders = marshal.loads(row[0]) if row else {}
         except (sqlite3.Error, EOFError, ValueError, TypeError):
-            return None
-        if not isinstance(folders, dict) or not isinstance(paths, list):
-            return None
-        for rel, mtime_ns in folders.items():
-            try:
-                st = os.lstat(walker.folder_path(rel))
-            except OSError:
-                return None
-            if st.st_mtime_ns != mtime_ns or st.st_mode & 0o170000 != 0o040000:
-                return None
-        return paths
+            return {}
+        return folders if isinstance(folders, dict) else {}
 
 
-def _listing(walker: Walker) -> tuple[dict[str, int], list[str]]:
-    """Every indexed folder's mtime, taken before it is listed (-1 when racily recent: listed again next
-    time), and the files in them that are not notes, sorted."""
-    attachments: list[str] = []
-    folders: dict[str, int] = {}
-    stack = [""]
-    while stack:
-        rel = stack.pop()
+def _refreshed(
+    walker: Walker, stored: dict[str, tuple[int, list[str]]]
+) -> tuple[dict[str, tuple[int, list[str]]], bool]:
+    """Every indexed folder with its mtime (-1 when racily recent: listed again next time) and the files in
+    it that are not notes: a stored folder whose mtime has not moved as stored, the others (and the new
+    folders under them) listed again. True when that changed anything."""
+    folders: dict[str, tuple[int, list[str]]] = {}
+    stack: list[tuple[str, int]] = []
+    for rel, (mtime_ns, paths) in stored.items():
         try:
-            mtime_ns = os.lstat(walker.folder_path(rel)).st_mtime_ns
-            entries = os.scandir(walker.folder_path(rel))
+            st = os.lstat(walker.folder_path(rel))
         except OSError:
+            continue  # gone
+        if st.st_mode & 0o170000 != 0o040000:
             continue
-        folders[rel] = -1 if mtime_ns >= walker.racy_before else mtime_ns
-        with entries:
-            for entry in entries:
-                name = entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if not walker.skips_folder(name):
-                            stack.append(f"{rel}{name}/")
-                    elif _attachment(name, walker) and entry.is_file():
-                        attachments.append(rel + name)
-                except OSError:
-                    continue  # gone during the listing
-    return folders, sorted(attachments)
+        if st.st_mtime_ns == mtime_ns:
+            folders[rel] = (mtime_ns, paths)
+        else:
+            stack.append((rel, st.st_mtime_ns))
+    if not stored:
+        with contextlib.suppress(OSError):
+            stack.append(("", os.lstat(walker.folder_path("")).st_mtime_ns))
+    changed = bool(stack) or len(folders) != len(stored)
+    while stack:
+        rel, mtime_ns = stack.pop()
+        listed = _list_folder(walker, rel)
+        if listed is None:
+            continue
+        paths, subfolders = listed
+        folders[rel] = (-1 if mtime_ns >= walker.racy_before else mtime_ns, paths)
+        stack.extend((sub, sub_mtime) for sub, sub_mtime in subfolders if sub not in stored and sub not in folders)
+    return folders, changed
+
+
+def _list_folder(walker: Walker, rel: str) -> tuple[list[str], list[tuple[str, int]]] | None:
+    """The files of one folder that are not notes, and its subfolders with their mtimes."""
+    paths: list[str] = []
+    subfolders: list[tuple[str, int]] = []
+    try:
+        entries = os.scandir(walker.folder_path(rel))
+    except OSError:
+        return None
+    with entries:
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not walker.skips_folder(name):
+                        subfolders.append((f"{rel}{name}/", entry.stat(follow_symlinks=False).st_mtime_ns))
+                elif _attachment(name, walker) and entry.is_file():
+                    paths.append(rel + name)
+            except OSError:
+                continue  # gone during the listing
+    return paths, subfolders
 
 
 def _attachment(name: str, walker: Walker) -> bool:
     return not name.endswith(TEMP_SUFFIX) and not name.lower().endswith(walker.extensions)
 
 
-def _remember(conn: sqlite3.Connection, folders: dict[str, int], paths: list[str]) -> None:
+def _remember(conn: sqlite3.Connection, folders: dict[str, tuple[int, list[str]]]) -> None:
     """Store the listing, unless another process is writing the index: a read never waits for that."""
     busy = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     conn.execute("PRAGMA busy_timeout = 0")
     try:
         with contextlib.suppress(sqlite3.OperationalError):
-            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (KEY, marshal.dumps((folders, paths))))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (KEY, marshal.dumps(folders)))
     finally:
         conn.execute(f"PRAGMA busy_timeout = {int(busy)}")
