@@ -40,12 +40,10 @@ def build_index(isolated_env: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["check", "list", "graph"])
-def test_a_prefix_completes_folder_by_folder_to_whole_ids(command: str, tagged: Path, isolated_env: Path) -> None:
-    # A prefix names notes by the start of their id: a whole id (with its extension) names that note only,
-    # where `notes/auth` would also take notes/authz.md.
+def test_a_prefix_completes_folder_by_folder_as_ids_do(command: str, tagged: Path, isolated_env: Path) -> None:
     assert offered(f"amem {command} no", isolated_env) == ["notes/"]
-    assert offered(f"amem {command} notes/", isolated_env) == ["notes/auth.md", "notes/authz.md", "notes/deep/"]
-    assert offered(f"amem {command} notes/deep/", isolated_env) == ["notes/deep/a.md"]
+    assert offered(f"amem {command} notes/", isolated_env) == ["notes/auth", "notes/authz", "notes/deep/"]
+    assert offered(f"amem {command} notes/deep/", isolated_env) == ["notes/deep/a"]
 
 
 def test_graph_from_completes_note_ids(tagged: Path, isolated_env: Path) -> None:

@@ -51,17 +51,6 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
         return []
 
 
-def complete_prefix(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """Click's `shell_complete` for PREFIX arguments (check, list, graph): a folder at a time as note ids
-    complete, each note by its whole id, extension and all: a prefix names every id that starts with it,
-    so `notes/auth` would take `notes/authz.md` too. Never raises and never prints."""
-    try:
-        ids = vault_note_ids(_config_for(ctx))
-        return [CompletionItem(value) for value in id_candidates(ids, incomplete, ())]
-    except Exception:
-        return []
-
-
 def complete_tag(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Click's `shell_complete` for --tag: the tags of the vault's notes that start with `incomplete`, as
     tags compare (any case, with or without `#`, which a candidate keeps when it was typed), sorted.

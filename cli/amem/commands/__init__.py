@@ -37,13 +37,6 @@ def complete_note_id(ctx: click.Context, param: click.Parameter, incomplete: str
     return complete(ctx, param, incomplete)
 
 
-def complete_prefix(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """`shell_complete` for PREFIX arguments: folders, then whole note ids (see `complete_note_id`)."""
-    from ..completion import complete_prefix as complete
-
-    return complete(ctx, param, incomplete)
-
-
 def complete_tag(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """`shell_complete` for --tag: the tags the vault's index holds (see `complete_note_id`)."""
     from ..completion import complete_tag as complete

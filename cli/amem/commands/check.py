@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_prefix
+from . import Command, complete_note_id
 
 
 @click.command(
@@ -18,7 +18,7 @@ from . import Command, complete_prefix
     amem check | jq -r '.problems[] | select(.kind == "broken-link") | "\\(.id):\\(.line): \\(.target)"'
     """,
 )
-@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_prefix)
+@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_note_id)
 @click.option(
     "--staged",
     is_flag=True,

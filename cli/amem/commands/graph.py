@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_note_id, complete_prefix, complete_tag
+from . import Command, complete_note_id, complete_tag
 
 
 @click.command(
@@ -18,7 +18,7 @@ from . import Command, complete_note_id, complete_prefix, complete_tag
     amem graph --format html --output graph.html
     """,
 )
-@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_prefix)
+@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_note_id)
 @click.option(
     "--from",
     "start",

@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_prefix, complete_tag, keeper_answered
+from . import Command, complete_note_id, complete_tag, keeper_answered
 
 
 @click.command(
@@ -18,7 +18,7 @@ from . import Command, complete_prefix, complete_tag, keeper_answered
     amem list --since 2026-11-30 | jq -r '.notes[].id'
     """,
 )
-@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_prefix)
+@click.argument("prefix", required=False, metavar="[PREFIX]", shell_complete=complete_note_id)
 @click.option(
     "--tag",
     "tags",
