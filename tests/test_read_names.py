@@ -3,6 +3,8 @@ frontmatter alias; writes keep exact ids and refuse a new note that is another's
 
 from __future__ import annotations
 
+import os
+import time
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -84,6 +86,26 @@ def test_an_alias_added_later_is_found_and_one_removed_is_gone(tmp_path: Path, v
     write_file(vault / "n.md", "---\naliases: [Other]\n---\nanother\n")
     assert run("read", "nickname").code == 3
     assert run("read", "other").json["id"] == "n.md"
+
+
+def test_a_name_follows_a_note_rewritten_in_place_after_its_row_settled(tmp_path: Path, vault: Path) -> None:
+    """A read looks at folders, not notes: a note rewritten in place (its folder's mtime unchanged) after the
+    index stopped keeping its digest is not seen. A read by name still answers from the note as it is now: the
+    notes the name leads to are looked at again, and a name that leads nowhere is sought again once every
+    note is (what happens to the test above when the machine is slow enough for its rows to settle)."""
+    run = installed_runner(tmp_path, vault)
+    note = write_file(vault / "n.md", "---\naliases: [Nickname]\n---\nnow one\n")
+    long_ago = time.time() - 60
+    os.utime(note, (long_ago, long_ago))
+    os.utime(vault, (long_ago, long_ago))
+    assert run("read", "nickname").json["id"] == "n.md"  # indexed with an old mtime: no digest kept
+    with open(note, "r+", encoding="utf-8") as handle:  # in place: the folder's mtime does not move
+        handle.write("---\naliases: [Othername]\n---\nanother\n")
+        handle.truncate()
+    os.utime(vault, (long_ago, long_ago))
+    assert run("read", "nickname").code == 3
+    assert run("read", "othername").json["id"] == "n.md"
+    assert run("read", "n").json["body"] == "another\n"
 
 
 def test_history_resolves_a_name(tmp_path: Path, vault: Path, amem: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,21 @@ def find_by_name(index: VaultIndex, resolver: LinkResolver, name: str) -> tuple[
     return ranked[0], ranked[1:]
 
 
+def find_current(index: VaultIndex, resolver: LinkResolver | None, name: str) -> tuple[str, list[str]] | None:
+    """find_by_name after a quick refresh, as the notes are now. A quick refresh looks at folders, so it
+    misses a note rewritten in place once the index has stopped keeping its digest: the notes the name
+    leads to are looked at again, and a name that leads nowhere is sought again after a look at every note
+    (a cost only a miss pays). `resolver`: one the caller built from a listing while another process's
+    build is half done (then the index is not asked again), else None for the index's own."""
+    found = find_by_name(index, resolver or index.resolver(), name)
+    if resolver is not None:
+        return found
+    stats = index.update([found[0], *found[1]]) if found else index.refresh(thorough=True, wait=False)
+    if stats.added or stats.changed or stats.removed:
+        found = find_by_name(index, index.resolver(), name)
+    return found
+
+
 def name_fields(name: str, alternatives: list[str]) -> dict[str, Any]:
     """The fields a result by name adds: the name asked for, and the other notes it could have meant."""
     fields: dict[str, Any] = {"resolvedFrom": name}
@@ -48,7 +63,7 @@ def history_ref(config: Config, name: str) -> tuple[NoteRef, dict[str, Any]]:
     index = VaultIndex(config)
     try:
         index.refresh(thorough=False)
-        found = find_by_name(index, index.resolver(), name)
+        found = find_current(index, None, name)
     finally:
         index.close()
     if found is None:

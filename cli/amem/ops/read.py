@@ -164,7 +164,7 @@ def read_note(
     try:
         resolve, resolver, incomplete = _how_links_resolve(index, reporter)
         if loaded is None:
-            ref, named = _by_name(config, index, resolver or index.resolver(), raw_id, missing)
+            ref, named = _by_name(config, index, resolver, raw_id, missing)
             loaded = _load(ref)
         data, st = loaded
         depth = config.max_link_depth if depth is None else depth
@@ -205,12 +205,12 @@ def read_note(
 
 
 def _by_name(
-    config: Config, index: VaultIndex, resolver: LinkResolver, name: str, missing: NotFound | None
+    config: Config, index: VaultIndex, resolver: LinkResolver | None, name: str, missing: NotFound | None
 ) -> tuple[NoteRef, dict[str, Any]]:
     """The note `name` resolves to, with `resolvedFrom` (and `alternatives`); else the not-found error."""
-    from .names import find_by_name, name_fields
+    from .names import find_current, name_fields
 
-    found = find_by_name(index, resolver, name)
+    found = find_current(index, resolver, name)
     if found is None:
         assert missing is not None
         raise missing
