@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from amem.config import Config
+import pytest
+
+from amem.config import Config, load_config
 from amem.index.index import VaultIndex
 from tests.conftest import write_file
 
@@ -87,3 +89,46 @@ def test_the_installed_command_prints_one_json_line(isolated_env: Path, vault: P
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.splitlines()) == 1 and json.loads(proc.stdout)["notes"] == 1
     assert proc.stderr == ""  # no progress when stderr is not a terminal
+
+
+HOLD_REFRESH_LOCK = """
+import fcntl, sys, time
+handle = open(sys.argv[1], "a")
+fcntl.flock(handle, fcntl.LOCK_EX)
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_search_gives_up_waiting_for_a_refresh_lock_held_too_long(
+    vault: Path, amem: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that holds the refresh lock and never lets go (a keeper stopped with Ctrl-Z as it indexed a
+    note, a process hung on a network file system) costs a search a bounded wait, then the index as it is,
+    with a warning saying so; never a search that waits for ever."""
+    import threading
+
+    write_file(vault / "a.md", "alpha token\n")
+    assert amem("search", "token").exit_code == 0  # the index exists
+    write_file(vault / "b.md", "beta token\n")
+    monkeypatch.setattr("amem.index.index.LOCK_WAIT", 0.5)
+    lock = load_config().cache_dir / "index.lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_REFRESH_LOCK, str(lock)], stdout=subprocess.PIPE, text=True)
+    outcome: list[Any] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        searching = threading.Thread(target=lambda: outcome.append(amem("search", "token")))
+        searching.start()
+        searching.join(timeout=60)
+        finished = not searching.is_alive()
+    finally:
+        holder.kill()
+        holder.wait()
+    searching.join()
+    assert finished, "the search was still waiting for the lock"
+    result = outcome[0]
+    assert result.exit_code == 0, result.stderr
+    assert [hit["id"] for hit in result.json["hits"]] == ["a.md"]  # the index as it was
+    assert "refresh lock" in result.stderr
+    again = amem("search", "token")  # the lock let go: the next search sees the new note
+    assert sorted(hit["id"] for hit in again.json["hits"]) == ["a.md", "b.md"]

@@ -287,9 +287,11 @@ def test_a_stopped_keeper_costs_a_timeout_never_a_wrong_answer(tmp_path: Path, v
     small_vault(vault)
     started = start_keeper()
     try:
-        write_file(vault / "late.md", "# Late\n\ntoken arrived while the keeper slept\n")
+        # Stopped first, then the note: a keeper stopped as it indexed would hold the refresh lock, and the
+        # search would wait for it (test_index_command holds what that costs).
         started.proc.send_signal(signal.SIGSTOP)
         wait_until_stopped(started.proc.pid)
+        write_file(vault / "late.md", "# Late\n\ntoken arrived while the keeper slept\n")
         begun = time.monotonic()
         kept = probe(tmp_path, "search", "token")
         waited = time.monotonic() - begun

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -48,6 +49,15 @@ _T = TypeVar("_T")
 SCHEMA_VERSION = 11
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
+#: Seconds a refresh that waits for another process's refresh waits for its lock before it uses the index
+#: as it is: a holder that never lets go (a keeper stopped with Ctrl-Z as it indexed, a process hung on a
+#: network file system) must not hang every search. As long as SQLite's own wait (seen.BUSY_TIMEOUT).
+LOCK_WAIT = 30.0
+#: The warning of a waiting refresh that gave up.
+LOCK_HELD = (
+    "another amem process has held the vault index's refresh lock for {:g} s (stopped or hung?): "
+    "the results are from the index as it is and may miss changes made since"
+)
 #: meta key present while every note the last refresh found is in the index with its links resolved:
 #: absent in an index built empty, and during a refresh of more than one batch (another process's build)
 _COMPLETE = "complete"
@@ -281,13 +291,9 @@ class VaultIndex:
             yield True
             return
         with handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                if not wait:
-                    yield False
-                    return
-                fcntl.flock(handle, fcntl.LOCK_EX)
+            if not _take_lock(fcntl, handle, LOCK_WAIT if wait else 0):
+                yield False
+                return
             try:
                 yield True
             finally:
@@ -339,6 +345,8 @@ class VaultIndex:
                     self._write_search_rows()  # left by an interrupted refresh
                 self._created = False
         stats.warnings = self._problems()
+        if stats.busy and wait:
+            stats.warnings.append(LOCK_HELD.format(LOCK_WAIT))
         return stats
 
     def update(self, note_ids: Iterable[str]) -> RefreshStats:
@@ -678,6 +686,19 @@ def _fingerprint(master: list[tuple[Any, ...]]) -> str:
 #: SQLite result codes that say the file system refused or another process holds a lock: the index
 #: may be sound, so it is not thrown away. Every other error means damage.
 _NOT_DAMAGE = {3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 23}  # PERM BUSY LOCKED NOMEM READONLY INTERRUPT IOERR FULL …
+
+
+def _take_lock(fcntl: Any, handle: Any, patience: float) -> bool:
+    """Take the exclusive flock on `handle`, trying for up to `patience` seconds; whether it was taken."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 def _is_damage(exc: sqlite3.DatabaseError) -> bool:
