@@ -132,3 +132,29 @@ def test_a_search_gives_up_waiting_for_a_refresh_lock_held_too_long(
     assert "refresh lock" in result.stderr
     again = amem("search", "token")  # the lock let go: the next search sees the new note
     assert sorted(hit["id"] for hit in again.json["hits"]) == ["a.md", "b.md"]
+
+
+def test_a_vault_reached_through_a_symlink_keeps_its_top_level_notes(
+    tmp_path: Path, amem: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vault's own folder may be a symlink (~/notes to a synced folder): a read or list, which looks at
+    folders, once found the top folder not a folder and dropped every note in it from the index, until the
+    next search put them back."""
+    real = tmp_path / "synced" / "notes"
+    write_file(real / "top.md", "top token ![[diagram.png]]\n")
+    write_file(real / "sub/inner.md", "inner token\n")
+    write_file(real / "diagram.png", b"\x89PNG")
+    link = tmp_path / "notes"
+    link.symlink_to(real, target_is_directory=True)
+    monkeypatch.setenv("AMEM_VAULT", str(link))
+    everything = ["sub/inner.md", "top.md"]
+    for command in (["search", "token"], ["list"], ["read", "top"], ["list"], ["search", "token"], ["list"]):
+        result = amem(*command)
+        assert result.exit_code == 0, result.stderr
+        if command[0] == "list":
+            assert sorted(note["id"] for note in result.json["notes"]) == everything, command
+        if command[0] == "search":
+            assert sorted(hit["id"] for hit in result.json["hits"]) == everything, command
+        if command[0] == "read":
+            assert result.json["links"][0]["attachment"] == "diagram.png"  # the attachments' listing too
+    assert amem("read", "top").json["links"][0]["attachment"] == "diagram.png"

@@ -68,7 +68,7 @@ def _refreshed(
     stack: list[tuple[str, int]] = []
     for rel, (mtime_ns, paths) in stored.items():
         try:
-            st = os.lstat(walker.folder_path(rel))
+            st = walker.stat_folder(rel)
         except OSError:
             continue  # gone
         if st.st_mode & 0o170000 != 0o040000:
@@ -79,7 +79,7 @@ def _refreshed(
             stack.append((rel, st.st_mtime_ns))
     if not stored:
         with contextlib.suppress(OSError):
-            stack.append(("", os.lstat(walker.folder_path("")).st_mtime_ns))
+            stack.append(("", walker.stat_folder("").st_mtime_ns))
     changed = bool(stack) or len(folders) != len(stored)
     while stack:
         rel, mtime_ns = stack.pop()

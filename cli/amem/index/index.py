@@ -407,7 +407,7 @@ class VaultIndex:
         walker = Walker(self.config, scan)
         for rel, recorded in known_dirs.items():
             try:
-                st = os.lstat(walker.folder_path(rel))
+                st = walker.stat_folder(rel)
             except OSError:
                 continue  # gone: its notes will be missing from the scan, hence removed
             if st.st_mode & 0o170000 != 0o040000:

@@ -55,6 +55,11 @@ class Walker:
     def folder_path(self, rel: str) -> str:
         return os.path.join(self.root, rel) if rel else self.root
 
+    def stat_folder(self, rel: str) -> os.stat_result:
+        """The stat of folder `rel`, not followed through a symlink; but the vault's own folder may be one
+        (~/notes linked to a synced folder), followed as scan_vault follows it. Raises OSError."""
+        return os.lstat(self.folder_path(rel)) if rel else os.stat(self.root)
+
     def skips_folder(self, name: str) -> bool:
         return name in ALWAYS_SKIPPED or name in self.excluded or (name[0] == "." and not self.hidden)
 
