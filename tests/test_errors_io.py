@@ -207,3 +207,18 @@ def test_a_note_that_becomes_readable_again_is_found_with_its_mtime_unchanged(va
     found = subprocess.run(unprivileged(["amem", "search", "findme"]), env=env, capture_output=True, text=True)
     assert found.returncode == 0 and found.stderr == "", found.stderr
     assert [hit["id"] for hit in json.loads(found.stdout)["hits"]] == ["locked.md"]
+
+
+def test_a_ctrl_c_that_comes_out_wrapped_is_still_an_interrupt() -> None:
+    """A SIGINT landing while an import runs a class body comes out as the RuntimeError of __set_name__
+    (seen as `unexpected RuntimeError` with exit 1): amem still reports the user's interrupt."""
+    from amem.cli import _outcome
+
+    def import_interrupted() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'cached_property' instance") from exc
+
+    code, error = _outcome(import_interrupted)
+    assert code == 130 and error is not None and error.code == "interrupted"

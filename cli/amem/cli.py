@@ -276,11 +276,26 @@ def _outcome(invoke: Callable[[], object]) -> tuple[int, AmemError | None]:
         silence_stdout()
         return 1, None
     except Exception as exc:  # the last line of defence: JSON, never a traceback
+        if _interrupted(exc):
+            return Interrupted.exit_code, Interrupted("interrupted (Ctrl-C)")
         if os.environ.get("AMEM_DEBUG"):
             raise
         error = _unexpected(exc)
         return error.exit_code, error
     return 0, None
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a Ctrl-C caused `exc`: one that lands while Python runs an import's class body comes out
+    wrapped (a RuntimeError from __set_name__, say), and is still the user's interrupt, not amem's failure."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def run(argv: list[str] | None = None) -> int:
