@@ -133,6 +133,9 @@ def test_ctrl_c_exits_130_with_one_interrupted_error(vault: Path, env: dict[str,
         )
         time.sleep(wait)  # started and waiting for stdin
         proc.send_signal(signal.SIGINT)
+        # stdin stays open until amem has ended: closing it at once could hand amem an end of input before
+        # the signal lands on a loaded machine (an empty append, a usage error), which is not what is tested.
+        proc.wait(timeout=30)
         stdout, stderr = proc.communicate(timeout=30)
         if stderr.startswith("{"):  # amem's own answer: the interrupt reached amem
             break
