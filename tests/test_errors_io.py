@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,86 @@ def test_ctrl_c_exits_130_with_one_interrupted_error(vault: Path, env: dict[str,
     assert proc.returncode == 130, stderr
     assert stdout == ""
     assert one_error(stderr)["code"] == "interrupted"
+    assert not (vault / "n.md").exists()
+
+
+def test_a_ctrl_c_that_lands_just_before_the_stdin_read_still_interrupts_it() -> None:
+    # A blocking read is interrupted only by a signal that comes while it waits; one that lands just before
+    # it starts (or in another thread) leaves Python's handler waiting for the read to return, which on a
+    # pipe kept open is never. The helper thread trips SIGINT as the kernel would there: the main thread
+    # is not woken. The read of the content must still end, with the interrupt.
+    script = (
+        "import _thread, signal, threading\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from amem.commands.write import _content\n"
+        "threading.Timer(0.5, _thread.interrupt_main).start()\n"
+        "try:\n"
+        "    _content('-')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        proc.wait(timeout=20)  # stdin stays open (communicate() would close it)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the interrupt did not end the read of stdin")
+    stdout, stderr = proc.communicate()
+    assert stdout == "interrupted\n", stderr
+
+
+#: Two ways Python drops a Ctrl-C while amem starts: its handler ran inside a weakref callback (the import
+#: machinery's module locks have one), where it cannot be raised ("Exception ignored in …"); or the
+#: interpreter printed it while it looked at the script's path, before the script ran, and went on.
+DROPPED = {
+    "in a weakref callback": (
+        "class Lock: pass\n"
+        "def callback(_): raise KeyboardInterrupt\n"
+        "lock = Lock(); ref = weakref.ref(lock, callback); del lock\n"
+    ),
+    "by the interpreter": "sys.last_value = KeyboardInterrupt()\n",
+}
+
+
+@pytest.mark.parametrize("dropped", sorted(DROPPED))
+def test_a_ctrl_c_that_python_dropped_during_start_up_still_ends_the_run(
+    vault: Path, env: dict[str, str], dropped: str
+) -> None:
+    # amem then waited for stdin, the user's Ctrl-C gone.
+    where = DROPPED[dropped]
+    before, after = (where, "") if dropped == "by the interpreter" else ("", where)
+    script = (
+        "import signal, sys, weakref\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        f"{before}"
+        "from amem.interrupt import install\n"
+        "install()\n"
+        f"{after}"
+        "sys.argv = ['amem', 'write', 'n', '-']\n"
+        "from amem.cli import main\n"
+        "main()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        proc.wait(timeout=20)  # stdin stays open
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the interrupt was swallowed: amem waited for stdin")
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert stdout == ""
+    assert one_error(stderr)["code"] == "interrupted"  # and no "Exception ignored" before it
     assert not (vault / "n.md").exists()
 
 

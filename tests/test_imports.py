@@ -48,6 +48,7 @@ LAYERS = frozenset(
 AMEM_BASE = LAYERS | frozenset(
     {"amem", "amem.cli", "amem.config", "amem.digest", "amem.errors", "amem.output", "amem.report", "amem.commands"}
     | {f"amem.commands.{name}" for name in COMMANDS}
+    | {"amem.interrupt"}  # a Ctrl-C that Python could not raise while the modules loaded
 )
 
 #: The notes themselves: YAML frontmatter (its C loader brings cython_runtime), the SQLite index, and

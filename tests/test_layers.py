@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "floor",
         frozenset(
             {"amem", "amem.errors", "amem.digest", "amem.timefmt", "amem.atomicfile", "amem.report", "amem.output"}
-            | {"amem.config", "amem.cachedir", "amem.shapes"}
+            | {"amem.config", "amem.cachedir", "amem.shapes", "amem.interrupt"}
         ),
     ),
     ("the note model", frozenset({"amem.notes"})),

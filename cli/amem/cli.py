@@ -130,7 +130,13 @@ class AmemGroup(click.Group):
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
             raise click.UsageError(_no_such_command(name), ctx)
-        return super().resolve_command(ctx, args)
+        resolved = super().resolve_command(ctx, args)
+        # A Ctrl-C that Python could not raise while amem's modules loaded ends the run here, before the
+        # command does anything.
+        from .interrupt import check
+
+        check()
+        return resolved
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         items = super().shell_complete(ctx, incomplete)
@@ -208,7 +214,11 @@ def _reserve_standard_fds() -> None:
 
 
 def main() -> None:
-    """Console entry point."""
+    """Console entry point (the console script reaches it through `amem.__main__`, which installs this
+    first, before amem's modules load)."""
+    from .interrupt import install
+
+    install()
     cli.main(prog_name="amem")
 
 

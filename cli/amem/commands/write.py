@@ -18,8 +18,10 @@ def _content(argument: str | None) -> str:
         return argument
     if sys.stdin is None or (argument is None and sys.stdin.isatty()):
         raise UsageError("no content: give CONTENT as an argument, or pipe it on stdin (or pass -)")
+    from ..interrupt import read_stdin
+
     try:
-        return sys.stdin.buffer.read().decode("utf-8")
+        return read_stdin().decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("the content on stdin is not UTF-8 text") from None
 
