@@ -4,6 +4,7 @@ protocol: `python -m amem` asked by the bash reply format, as the checked-in scr
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def offered(words: str, isolated_env: Path) -> list[str]:
 
 
 def build_index(isolated_env: Path) -> None:
-    done = subprocess.run(["python", "-m", "amem", "index"], cwd=isolated_env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "amem", "index"], cwd=isolated_env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
 
