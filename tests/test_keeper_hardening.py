@@ -70,8 +70,7 @@ def run_keeper_once() -> str:
     searched = amem("search", "first")
     assert searched.returncode == 0, searched.stderr
     assert started.stop(signal.SIGTERM) == 0
-    assert started.proc.stderr is not None
-    return started.proc.stderr.read()
+    return started.stderr()
 
 
 def test_a_synced_symlink_to_the_vault_never_costs_the_vaults_gitignore(tmp_path: Path, vault: Path) -> None:
@@ -223,8 +222,7 @@ def test_every_malformed_request_gets_an_error_and_the_keeper_goes_on(ranking_ke
     assert "ranking" in answer, answer
     assert [note_id for note_id, _ in answer["ranking"]][0] == "auth.md"
     ranking_keeper.stop(signal.SIGTERM)
-    assert ranking_keeper.proc.stderr is not None
-    assert "Traceback" not in ranking_keeper.proc.stderr.read()
+    assert "Traceback" not in ranking_keeper.stderr()
 
 
 def test_silent_and_many_clients_do_not_block_a_good_request(ranking_keeper: KeeperProcess) -> None:
@@ -275,8 +273,7 @@ def test_the_keepers_warnings_name_no_host_path(tmp_path: Path, vault: Path) -> 
         write_file(vault / "again.md", "# Again\n")
     finally:
         started.stop(signal.SIGTERM)
-    assert started.proc.stderr is not None
-    stderr = started.proc.stderr.read()
+    stderr = started.stderr()
     assert stderr.strip(), "the keeper warned of nothing"
     assert "moved" in stderr or "deleted" in stderr or "no longer" in stderr, stderr
     for folder in (tmp_path, tmp_path.resolve(), load_config().cache_dir):
