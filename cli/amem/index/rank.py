@@ -84,8 +84,8 @@ class Ranker:
     known before any is scored (`_Bounds`), so the notes titled as the query (looked up in the index of
     folded titles) and then the notes holding a phrase, in the bonus's tiers, come first: a tier is scored
     (one pass over the matches, BM25 computed for its notes only) while the notes of the tiers below it
-    may still reach the best; once the worst of the best beats the next tier's
-    bonus plus that bound, no other note can, and none is scored. When the notes holding no phrase may
+    may still reach the best; once the worst of the best beats the next tier's bonus plus that bound, no
+    other note can, and none is scored. When the notes holding no phrase may
     rank among the best, every match not scored yet is scored once, in SQLite, into a temporary table of
     this connection (where the boost's linking notes and `total` are looked up); a query of one word ranks
     them by one sorted pass instead. The boost's linking notes outside the best are scored by one more pass,
@@ -105,7 +105,7 @@ class Ranker:
         self._bounds: _Bounds | None = None
         #: every match not in `_scored` is in the table SCORES, and this is their count
         self._stored: int | None = None
-        #: the exact-title tier's bonus of each (matching, filtered) note titled as the query, in `_scored`
+        #: the exact-title tier's bonus of each note titled as the query (the filter applied)
         self.titled: dict[int, float] = {}
 
     def total(self) -> int:
@@ -352,7 +352,8 @@ class Ranker:
 
 
 class _Tier:
-    """A phrase tier of the bonus: the fields, the bonus its notes gain, and the notes it holds."""
+    """A tier of the bonus: the fields, the bonus its notes gain, and the notes it holds (a phrase tier's
+    looked up when it is reached; the exact-title tier's known from the start, its fields none)."""
 
     def __init__(self, fields: list[str], bonus: float, notes: set[int] | None = None) -> None:
         self.fields = fields
