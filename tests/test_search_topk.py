@@ -301,3 +301,35 @@ def test_common_words_are_scored_only_where_they_may_rank(isolated_env: Path, mo
         assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, text
         assert result["total"] == total == 300
         assert 0 < count <= 150, (text, count)
+
+
+def test_notes_titled_as_the_query_are_scored_in_the_same_pass(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact-title tier's notes are looked up by title and scored with the others: BM25 still runs once
+    over the matches, and the result is the full ranking's."""
+    root = isolated_env / "vault"
+    for i in range(60):
+        title = "Alpha Beta {#alpha-beta}" if i in (3, 40) else f"note {i}"
+        body = f"alpha beta {'gamma ' * (i % 7)}\n[[n{(i + 1) % 60}]]"
+        write_file(root / f"n{i}.md", f"---\ntitle: {title}\n---\n{body}\n")
+    config = load_config(vault=root)
+    search(config, "alpha beta")  # the build
+    statements: list[str] = []
+    real_open = VaultIndex._open
+
+    def traced(self: VaultIndex) -> sqlite3.Connection:
+        conn = real_open(self)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(VaultIndex, "_open", traced)
+    result = search(config, "alpha beta", limit=3)
+    assert {hit["id"] for hit in result["hits"][:2]} == {"n3.md", "n40.md"}
+    assert len([sql for sql in statements if "bm25(" in sql]) == 1, json.dumps(statements, ensure_ascii=False)
+    index = VaultIndex(config)
+    try:
+        expected, total = reference(index.conn, "alpha beta", [], None, 3)
+    finally:
+        index.close()
+    assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected and result["total"] == total
