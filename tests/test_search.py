@@ -22,7 +22,7 @@ from amem.cli import run
 from amem.config import Config, load_config
 from amem.index.fts import head_text, headings_text, links_text
 from amem.index.search import is_expired, search
-from amem.index.tokenize import Query, field_text
+from amem.index.tokenize import Query, field_text, title_key
 from tests.conftest import write_file
 from tests.installed import installed_runner
 
@@ -45,6 +45,7 @@ def note(title: str, body: str, extra: str = "") -> str:
 K1, B = 1.2, 0.75
 WEIGHTS = (5.0, 4.0, 1.0, 1.0)  # head, headings, links, body
 PHRASE_SHARES = (1.05, 1.0, 0.5)  # of ΣIDF, for a phrase in the head, else a heading, else the body
+EXACT_TITLE = 0.5  # of ΣIDF, for a note whose whole title (folded, `{#anchor}` aside) is the query
 
 
 def occurrences(terms: list[str], prefix: bool, tokens: list[str]) -> int:
@@ -86,7 +87,7 @@ def model(
                 value + K1 * (1 - B + B * length / avgdl)
             )
     bonus = 0.0
-    if parsed.phrases:
+    if parsed.phrases or any(title_key(title) == title_key(query) for title, _ in notes.values()):
         for word in parsed.words:
             dfs = []
             for i, term in enumerate(word.terms):
@@ -106,6 +107,8 @@ def model(
             if any(occurrences(terms, prefix, field) for terms, prefix in phrases):
                 score += bonus * share
                 break
+        if title_key(notes[note_id][0]) == title_key(query):
+            score += bonus * EXACT_TITLE
         scored[note_id] = score
     final = {}
     for note_id, score in scored.items():

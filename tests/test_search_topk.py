@@ -1,7 +1,8 @@
 """The ranking's top k equals the full ranking: every matching note scored, sorted, cut to the limit plus
 the graph boost's candidates, boosted and sorted again, written here plainly (one SQL row per match, the
 rest in Python) and compared exactly, ids, scores and total, over random vaults and queries: phrases,
-prefixes, CJK, tag and folder filters, ties and graph boosts. And: a search scores the matching notes in
+prefixes, CJK, notes titled as the query (with and without an `{#anchor}`), tag and folder filters, ties
+and graph boosts. And: a search scores the matching notes in
 one pass, however many notes link to its hits."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import itertools
 import json
 import math
 import random
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +24,7 @@ from amem.config import load_config
 from amem.index import rank
 from amem.index.index import VaultIndex
 from amem.index.search import note_filter, search
-from amem.index.tokenize import Query
+from amem.index.tokenize import Query, title_key
 from tests.conftest import write_file
 from tests.installed import installed_runner
 
@@ -46,14 +48,18 @@ def reference(
     weights = f"{rank.HEAD_WEIGHT}, {rank.HEADINGS_WEIGHT}, {rank.LINKS_WEIGHT}, {rank.BODY_WEIGHT}"
     sql = f"SELECT rowid, -bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH ?{clause}"
     scores = dict(conn.execute(sql, [expression, *params]).fetchall())
+    bonus = idf_sum(conn, query)
     if query.phrases:
-        bonus = idf_sum(conn, query)
         either = " OR ".join(query.phrases)
         match = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
         holding = [{row[0] for row in conn.execute(match, [f"{field} : ({either})"])} for field in FIELDS]
         for doc in scores:
             share = next((share for found, share in zip(holding, SHARES, strict=True) if doc in found), 0.0)
             scores[doc] += bonus * share
+    # The exact-title tier: every matching note whose title, its `{#anchor}` dropped, folds to the query's.
+    for doc, title in conn.execute("SELECT rowid, title FROM notes").fetchall():
+        if doc in scores and title_key(ANCHOR.sub("", title)) == title_key(text):
+            scores[doc] += bonus * rank.EXACT_TITLE
     best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit + rank.CANDIDATES]
     final = dict(best)
     for target in list(final):
@@ -65,6 +71,9 @@ def reference(
     ids = dict(conn.execute("SELECT rowid, id FROM notes"))
     ordered = sorted(final.items(), key=lambda item: (-float(f"{item[1]:.9g}"), ids[item[0]]))
     return [(ids[doc], float(f"{score:.6g}")) for doc, score in ordered[:limit]], len(scores)
+
+
+ANCHOR = re.compile(r"\s*\{#[^}]*\}$")
 
 
 def idf_sum(conn: sqlite3.Connection, query: Query) -> float:
@@ -100,7 +109,11 @@ def make_vault(root: Path, rng: random.Random, count: int, common: bool = False,
         heading = f"## {' '.join(rng.choices(words, k=2))}\n" if rng.random() < 0.4 else ""
         links = " ".join(f"[[{target[:-3]}]]" for target in rng.sample(names, rng.randint(0, min(3, len(names)))))
         tags = rng.sample(TAGS, rng.randint(0, 2))
-        front = f"title: {title}\n" + (f"tags: [{', '.join(tags)}]\n" if tags else "")
+        if rng.random() < 0.3:  # a title as the first heading, with an anchor
+            front, heading = "", f"# {title.upper()} {{#{title.replace(' ', '-')}}}\n{heading}"
+        else:
+            front = f"title: {title}\n"
+        front += f"tags: [{', '.join(tags)}]\n" if tags else ""
         write_file(root / name, f"---\n{front}---\n{heading}{body}\n\n{links}\n")
 
 
@@ -153,7 +166,13 @@ def check_searches(
     root = isolated_env / f"vault-{next(_made)}"
     make(root)
     config = load_config(vault=root)
-    for text in texts:
+    index = VaultIndex(config)
+    try:
+        index.refresh()  # and one note's title is searched for too: the exact-title tier
+        titles = [row[0] for row in index.conn.execute("SELECT title FROM notes ORDER BY rowid")]
+    finally:
+        index.close()
+    for text in [*texts, ANCHOR.sub("", titles[len(texts) % len(titles)])]:
         result = search(config, text, limit=limit, tags=tags, folder=folder)
         index = VaultIndex(config)
         try:
@@ -282,3 +301,35 @@ def test_common_words_are_scored_only_where_they_may_rank(isolated_env: Path, mo
         assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, text
         assert result["total"] == total == 300
         assert 0 < count <= 150, (text, count)
+
+
+def test_notes_titled_as_the_query_are_scored_in_the_same_pass(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact-title tier's notes are looked up by title and scored with the others: BM25 still runs once
+    over the matches, and the result is the full ranking's."""
+    root = isolated_env / "vault"
+    for i in range(60):
+        title = "Alpha Beta {#alpha-beta}" if i in (3, 40) else f"note {i}"
+        body = f"alpha beta {'gamma ' * (i % 7)}\n[[n{(i + 1) % 60}]]"
+        write_file(root / f"n{i}.md", f"---\ntitle: {title}\n---\n{body}\n")
+    config = load_config(vault=root)
+    search(config, "alpha beta")  # the build
+    statements: list[str] = []
+    real_open = VaultIndex._open
+
+    def traced(self: VaultIndex) -> sqlite3.Connection:
+        conn = real_open(self)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(VaultIndex, "_open", traced)
+    result = search(config, "alpha beta", limit=3)
+    assert {hit["id"] for hit in result["hits"][:2]} == {"n3.md", "n40.md"}
+    assert len([sql for sql in statements if "bm25(" in sql]) == 1, json.dumps(statements, ensure_ascii=False)
+    index = VaultIndex(config)
+    try:
+        expected, total = reference(index.conn, "alpha beta", [], None, 3)
+    finally:
+        index.close()
+    assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected and result["total"] == total

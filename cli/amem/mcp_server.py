@@ -163,8 +163,8 @@ def wiki_search(
 ) -> SearchResult:
     """Search notes by title, id and body keywords, ranked by relevance.
 
-    Words are OR-matched, and match as prefixes. `total` counts every match; `truncated`: maxResults cut
-    the list. Cheap: use it before wiki_read."""
+    Words match as prefixes. `total` counts every match; `truncated`: maxResults cut the list. Cheap: use
+    before wiki_read."""
     from .index import search as searching
     from .index.search import search
 

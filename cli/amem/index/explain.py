@@ -1,6 +1,7 @@
 """`amem search --explain`: where each hit's rank came from, and the fusion chosen for the query.
 
-Each hit gains `explain`: its keyword score and rank (the BM25 ranking with its boosts), its semantic
+Each hit gains `explain`: its keyword score and rank (the BM25 ranking with its boosts), the part of that
+score the exact-title tier gave (`titleBonus`, only on a hit whose title is the query), its semantic
 similarity and rank (None when that ranking did not hold it, or there was none), so that a hit's fused score
 (`score`) can be traced to its two sources. The result gains `fusion`: the semantic ranking's weight for this
 query (keywords weigh 1; 0 means keywords alone) and the evidence that chose it (see `fusion`). Everything in
@@ -10,7 +11,7 @@ it comes from the index and the query, so the same search on the same index expl
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .fusion import RRF_K, Evidence, Explained, Plan, evidence
@@ -28,9 +29,12 @@ def add_explanations(
     semantic: SearchRanker | None,
     query: str | None,
     exact_title: str | None,
+    titled: Mapping[int, float] | None = None,
 ) -> None:
     """Add `explain` to each of `result`'s hits (rowids `docs`, in order) and `fusion` to `result`, given the
-    keyword ranking (rowid, score) and the semantic ranker the search used."""
+    keyword ranking (rowid, score), the exact-title tier's bonus of the notes that gained it (`titled`) and
+    the semantic ranker the search used."""
+    titled = titled or {}
     plan = semantic.plan if semantic is not None else None
     explained = semantic.explained if plan is not None and semantic is not None else {}
     keyword_at = {doc: (rank, score) for rank, (doc, score) in enumerate(keyword, start=1)}
@@ -45,6 +49,8 @@ def add_explanations(
             "similarity": sources.similarity,
             "semanticRank": sources.semantic_rank,
         }
+        if doc in titled and sources.keyword_score is not None:
+            hit["explain"]["titleBonus"] = _rounded(titled[doc])
     if plan is None:
         plan = _unfused(conn, keyword, semantic, query, exact_title)
     result["fusion"] = shape(plan)
@@ -65,6 +71,11 @@ def _unfused(
     scored = [(top[0], keyword[0][1]), *[("", score) for _, score in keyword[1:2]]] if top else []
     why = "off" if semantic is None else semantic.status
     return Plan(0.0, RRF_K, why, evidence(conn, query, scored))
+
+
+def _rounded(value: float) -> float:
+    """As the ranking rounds its scores: six significant digits."""
+    return float(f"{value:.6g}")
 
 
 def shape(plan: Plan) -> Fusion:

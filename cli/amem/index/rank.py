@@ -17,8 +17,18 @@ title tier (PHRASE_TIERS) is a little larger than the headings' for the same rea
 heading's words more often than the titled page does: on the Vue docs, English titles 0.926 → 0.941 and
 Chinese titles 0.945 → 0.956, Chinese headings unchanged, English headings 0.853 → 0.850. Larger tiers
 win more English titles (0.953 from × 1.5) but cost Chinese headings (0.875); see docs/performance.md.
-3. A graph boost: a note linked from other hits gains GRAPH_BOOST × the best score (1 + 2) among them.
-   It re-ranks the best CANDIDATES + limit notes by 1 + 2; it adds no note that does not match.
+3. The exact-title tier: a note whose whole title is the query (folded as --exact-title folds it, a
+   trailing `{#anchor}` aside), for a query of one word too, gains EXACT_TITLE × ΣIDF (the IDF of 2).
+
+A page's own title outranks a page that only has a heading of the same words but says them more often
+("Template Refs" against "Typing Template Refs", `Transition` against `TransitionGroup`): on the Vue docs,
+English titles 0.941 → 1.000 MRR@10 and Chinese 0.956 → 1.000 from a share of 0.5 (0.25 gives 0.987 and
+0.990), headings 0.0015 lower (queries that are a heading of one page and the title of another),
+paraphrases and held-out questions unchanged. The title sets are page titles, so this tier wins them by
+construction. The title, not the id's base name: a note without a title is titled by its file name
+already, and counting base names as titles too changed no title query and cost headings a little more.
+4. A graph boost: a note linked from other hits gains GRAPH_BOOST × the best score (1 + 2 + 3) among them.
+   It re-ranks the best CANDIDATES + limit notes by 1 + 2 + 3; it adds no note that does not match.
 
 Ties go to the smaller id.
 """
@@ -27,11 +37,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Sequence
 
 from .sql import select_in
-from .tokenize import Query
+from .tokenize import Query, title_key
 
 HEAD_WEIGHT = 5.0
 HEADINGS_WEIGHT = 4.0
@@ -42,6 +53,10 @@ GRAPH_BOOST = 0.15
 CANDIDATES = 30
 #: The phrase bonus's tiers: a note gains ΣIDF × the share of the first field group holding the phrase.
 PHRASE_TIERS: tuple[tuple[list[str], float], ...] = ((["head"], 1.05), (["headings"], 1.0), (["body"], 0.5))
+#: The exact-title tier: a note whose whole title is the query gains this share of ΣIDF on top of the rest.
+EXACT_TITLE = 0.5
+#: A title's `{#anchor}` at its end, as `title_key` folds it.
+_ANCHOR_KEY = re.compile(r" \{#[^}]*\}")
 #: The temporary table (of the connection, gone with it) a query of several words scores its matches into
 #: when the notes holding no phrase may rank among the best.
 SCORES = "temp.amem_scores"
@@ -66,10 +81,11 @@ class Ranker:
 
     Only the best limit + CANDIDATES notes, and the notes linking to them, come back to Python, and BM25
     (FTS5's, in C) runs only on the notes that may be among them. Every note's BM25 lies below a bound
-    known before any is scored (`_Bounds`), so the notes holding a phrase, in the bonus's tiers, come
-    first: a tier is scored (one pass over the matches, BM25 computed for its notes only) while the
-    notes of the tiers below it may still reach the best; once the worst of the best beats the next tier's
-    bonus plus that bound, no other note can, and none is scored. When the notes holding no phrase may
+    known before any is scored (`_Bounds`), so the notes titled as the query (looked up in the index of
+    folded titles) and then the notes holding a phrase, in the bonus's tiers, come first: a tier is scored
+    (one pass over the matches, BM25 computed for its notes only) while the notes of the tiers below it
+    may still reach the best; once the worst of the best beats the next tier's bonus plus that bound, no
+    other note can, and none is scored. When the notes holding no phrase may
     rank among the best, every match not scored yet is scored once, in SQLite, into a temporary table of
     this connection (where the boost's linking notes and `total` are looked up); a query of one word ranks
     them by one sorted pass instead. The boost's linking notes outside the best are scored by one more pass,
@@ -89,6 +105,8 @@ class Ranker:
         self._bounds: _Bounds | None = None
         #: every match not in `_scored` is in the table SCORES, and this is their count
         self._stored: int | None = None
+        #: the exact-title tier's bonus of each note titled as the query (the filter applied)
+        self.titled: dict[int, float] = {}
 
     def total(self) -> int:
         if self.expression is None:
@@ -121,16 +139,17 @@ class Ranker:
 
     def _best(self, depth: int) -> list[tuple[int, float]]:
         """The best `depth` notes by base score (ties: the smaller rowid), exactly those a sort of every
-        match would give: the phrase tiers first, as far as they may reach the best, then the others."""
-        tiers: list[_Tier] = []
+        match would give: the notes titled as the query first, then the phrase tiers, as far as they may
+        reach the best, then the others."""
+        tiers = self._titled_tiers()
         if self.query.phrases:
-            self._bounds = bounds = self._statistics()
-            tiers = [_Tier(fields, bounds.bonus * share) for fields, share in PHRASE_TIERS]
+            self._bounds = bounds = self._bounds or self._statistics()
+            tiers += [_Tier(fields, bounds.bonus * share) for fields, share in PHRASE_TIERS]
         holders: set[int] = set()
         pending: list[_Tier] = []
         while tiers:
             tier = tiers.pop(0)
-            tier.notes = self._holding(tier.fields) - holders
+            tier.notes = (self._holding(tier.fields) if tier.notes is None else tier.notes) - holders
             holders |= tier.notes
             pending.append(tier)
             if sum(len(t.notes or ()) for t in pending) + len(self._scored) < depth:
@@ -145,6 +164,47 @@ class Ranker:
                 self._rest, self._cap = tiers, cap
                 return best
         return self._rank_others(holders, [], depth)
+
+    def _titled_tiers(self) -> list[_Tier]:
+        """The exact-title tier: the notes of `_exact`, each gaining its share of ΣIDF on top of the bonus
+        of the phrase tier it holds (looked up for these notes alone), as tiers of known notes, one per
+        bonus, to be scored first. No other note gains that share, so the bounds on the others stand."""
+        shares = self._exact()
+        if not shares:
+            return []
+        self._bounds = bounds = self._bounds or self._statistics()
+        phrase = dict.fromkeys(shares, 0.0)
+        left = set(shares)
+        for fields, share in PHRASE_TIERS if self.query.phrases else ():
+            sql = "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
+            found = {row[0] for row in self.conn.execute(sql, (self._match(fields), json.dumps(sorted(left))))}
+            phrase.update(dict.fromkeys(found, bounds.bonus * share))
+            left -= found
+            if not left:
+                break
+        groups: dict[float, set[int]] = {}
+        for doc, share in shares.items():
+            self.titled[doc] = extra = bounds.bonus * share
+            groups.setdefault(phrase[doc] + extra, set()).add(doc)
+        return [_Tier([], bonus, notes) for bonus, notes in sorted(groups.items(), reverse=True)]
+
+    def _exact(self) -> dict[int, float]:
+        """The (filtered) notes whose whole title is the query, found by the index of folded titles (a
+        title's `{#anchor}` aside), each with its share of ΣIDF (EXACT_TITLE)."""
+        key = title_key(self.query.text)
+        if not key or EXACT_TITLE <= 0:
+            return {}
+        clause, params = self.filter.clause("rowid")
+        sql = (
+            "SELECT rowid, title_key FROM notes WHERE (title_key = ? OR (title_key >= ? AND title_key < ?))"
+            f" AND problem IS NULL{clause}"
+        )
+        rows = self.conn.execute(sql, [key, f"{key} {{#", f"{key} {{$", *params]).fetchall()
+        return {doc: EXACT_TITLE for doc, found in rows if found == key or _ANCHOR_KEY.fullmatch(found, len(key))}
+
+    def _match(self, fields: list[str]) -> str:
+        """The FTS5 query for the query's phrases in these fields."""
+        return f"{{{' '.join(fields)}}} : ({' OR '.join(self.query.phrases)})"
 
     def _holding(self, fields: list[str]) -> set[int]:
         """The notes holding one of the query's phrases in one of these fields."""
@@ -292,12 +352,13 @@ class Ranker:
 
 
 class _Tier:
-    """A phrase tier of the bonus: the fields, the bonus its notes gain, and the notes it holds."""
+    """A tier of the bonus: the fields, the bonus its notes gain, and the notes it holds (a phrase tier's
+    looked up when it is reached; the exact-title tier's known from the start, its fields none)."""
 
-    def __init__(self, fields: list[str], bonus: float) -> None:
+    def __init__(self, fields: list[str], bonus: float, notes: set[int] | None = None) -> None:
         self.fields = fields
         self.bonus = bonus
-        self.notes: set[int] | None = None
+        self.notes = notes
 
 
 class _Bounds:

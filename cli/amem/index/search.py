@@ -159,6 +159,7 @@ def _search(
     parsed = Query(query or "")
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
     keyword: list[tuple[int, float | None]] = []
+    titled: dict[int, float] = {}
     try:
         if exact_title is not None:
             clause, params = where.clause("rowid")
@@ -171,7 +172,7 @@ def _search(
         else:
             ranker = Ranker(conn, parsed, where)
             ranked = list(ranker.rank(max(limit, semantic.depth) if semantic and semantic.fused else limit))
-            keyword = ranked
+            keyword, titled = ranked, ranker.titled
             total = ranker.total()
             if semantic is not None:
                 ranked, total = semantic.fuse(query or "", ranked, total, where)
@@ -190,7 +191,8 @@ def _search(
         if explain:
             from .explain import add_explanations
 
-            add_explanations(conn, result, [doc for doc, _ in ranked], keyword, semantic, query, exact_title)
+            docs = [doc for doc, _ in ranked]
+            add_explanations(conn, result, docs, keyword, semantic, query, exact_title, titled)
     finally:
         conn.execute("COMMIT")
     return result
