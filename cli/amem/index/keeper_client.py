@@ -31,19 +31,20 @@ O_NOFOLLOW (see `amem.keeper.folder`), so a symlink a sync brings under its name
 from __future__ import annotations
 
 import _thread
-import contextlib
 import errno
 import fcntl
 import itertools
 import json
 import os
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+# Neither `typing` nor `pathlib` nor `contextlib` here: the console script's fast path (keeper_fast) loads
+# this module before anything else of amem's, and each of them would cost it milliseconds.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
     from collections.abc import Collection
+    from pathlib import Path
 
     from .index import VaultIndex
 
@@ -201,8 +202,10 @@ def cookie_exists(folder_fd: int, name: str) -> bool:
 
 
 def remove_cookie(folder_fd: int, name: str) -> None:
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105 (contextlib would cost the fast path its import)
         os.unlink(name, dir_fd=folder_fd)
+    except OSError:
+        pass
 
 
 def lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
@@ -212,7 +215,7 @@ def lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
         return None
 
 
-def lock_held(path: Path) -> bool:
+def lock_held(path: Path | str) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
