@@ -267,8 +267,9 @@ def test_help_loads_only_the_command_registry(isolated_env: Path) -> None:
 
 
 #: With a keeper answering, search, read and list are clients: the config, a lock probe, one socket round
-#: trip and the JSON they print; never SQLite, YAML, the index, the tokenizer or the ranking.
-KEEPER_PATH = frozenset({"fcntl", "socket", "selectors", "select", "array"})
+#: trip (the C module `_socket`, not `socket` and its `selectors`) and the JSON they print; never SQLite,
+#: YAML, the index, the tokenizer or the ranking.
+KEEPER_PATH = frozenset({"fcntl"})
 KEEPER_PATH_AMEM = frozenset({"amem.notes.ids", "amem.index.keeper_client", "amem.index.keeper_ask"})
 
 
@@ -296,3 +297,56 @@ def test_with_a_keeper_a_command_loads_only_a_clients_modules(
     assert sorted(top_level - BASE - KEEPER_PATH) == []
     own = {m for m in loaded if m == "amem" or m.startswith("amem.")}
     assert sorted(own - AMEM_BASE - KEEPER_PATH_AMEM) == []
+
+
+#: The console script's own entry (`amem.__main__.main`), which a live keeper answers before Click loads.
+CONSOLE_PROBE = """
+import sys
+sys.argv = ["amem", *sys.argv[1:]]
+try:
+    from amem.__main__ import main
+    main()
+finally:
+    sys.stderr.write("MODULES=" + ",".join(sorted(sys.modules)) + "\\n")
+"""
+#: What that entry loads beyond a bare interpreter when a keeper answers: `re` (which the console script
+#: imports itself), JSON, the lock probe, and the client side of the keeper: no Click, no config loader, no
+#: pathlib, no typing, no command module.
+FAST_PATH = frozenset({"re", "enum", "copyreg", "functools", "json", "fcntl", "errno", "itertools", "keyword"})
+FAST_PATH |= {"operator", "reprlib", "collections", "types"}  # what `re` and `enum` stand on
+FAST_PATH_AMEM = frozenset({"amem", "amem.__main__", "amem.interrupt", "amem.index"})
+FAST_PATH_AMEM |= {"amem.index.keeper_client", "amem.index.keeper_ask", "amem.index.keeper_fast"}
+
+
+@pytest.mark.parametrize("args", [["search", "x"], ["read", "x"], ["list"]], ids=lambda a: a[0])
+def test_with_a_keeper_the_console_script_loads_only_the_fast_paths_modules(
+    args: list[str], vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import signal
+    import tempfile
+
+    from .keeperproc import start_keeper
+
+    write_file(vault / "x.md", "# x\n\nA note.\n")
+    cache = tempfile.mkdtemp(prefix="ami", dir="/tmp")
+    monkeypatch.setenv("XDG_CACHE_HOME", cache)
+    keeper = start_keeper()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CONSOLE_PROBE, *args], cwd=isolated_env, capture_output=True, text=True, timeout=60
+        )
+        bare = subprocess.run(
+            [sys.executable, "-c", "import sys; print(','.join(sys.modules))"], capture_output=True, text=True
+        )
+    finally:
+        keeper.stop(signal.SIGKILL)
+        shutil.rmtree(cache, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    line = [x for x in done.stderr.splitlines() if x.startswith("MODULES=")]
+    loaded = set(line[-1].removeprefix("MODULES=").split(","))
+    assert "amem.index.keeper_fast" in loaded
+    started = set(bare.stdout.strip().split(","))
+    top_level = {m.split(".")[0] for m in loaded - started if not m.startswith("_") and not m.startswith("amem")}
+    assert sorted(top_level - FAST_PATH) == []
+    assert sorted({m for m in loaded if m == "amem" or m.startswith("amem.")} - FAST_PATH_AMEM) == []

@@ -356,3 +356,39 @@ def test_a_sigterm_that_lands_as_the_keeper_begins_to_wait_stops_it(vault: Path)
     assert proc.returncode == 0, err
     assert json.loads(out.splitlines()[0])["notes"] == 0  # it was keeping the index when the signal came
     assert not (vault / SYNC_DIR).exists()  # and it stopped as a keeper stops
+
+
+def test_a_wait_in_the_keepers_own_process_is_woken_not_polled(
+    vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keeper answering a command (or `amem mcp`'s tool) confirms its cookie in the same process: the
+    wait is woken by the keeper's thread, and sleeps no polling pause."""
+    from amem.keeper.keeper import Keeper
+
+    write_file(vault / "a.md", "# A\n\nfirst\n")
+    kept = Keeper(config)
+    kept.start()
+    import threading
+
+    sleeps: list[float] = []
+    real_sleep = time.sleep
+    waiting = threading.get_ident()
+
+    def sleep(seconds: float) -> None:
+        if threading.get_ident() == waiting:  # the keeper's own threads may sleep as they please
+            sleeps.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr("amem.index.keeper_client.time.sleep", sleep)
+    try:
+        for i in range(20):
+            write_file(vault / "a.md", f"# A\n\nchanged{i}\n")
+            index = VaultIndex(config)
+            try:
+                assert synced(index, timeout=10)
+            finally:
+                index.close()
+            assert ids_found(config, f"changed{i}") == ["a.md"]
+    finally:
+        kept.stop()
+    assert sleeps == []

@@ -22,21 +22,25 @@ The protocol, beside the ranking one (`keeper_client`), on the same socket:
 
 `AMEM_NO_KEEPER=1` makes a command answer in its own process, keeper or not (comparisons, benchmarks);
 it still uses the keeper's sync cookies to skip the walk of the vault.
+
+The console script asks before Click loads when it can (`keeper_fast`), with the same request; a command it
+asked for and that goes on through Click does not ask again (`asked`). This module imports neither `typing`
+nor `pathlib` nor `contextlib`, for that path's sake.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import __version__
 from .keeper_client import INFO_FILE, LOCK_FILE, lock_held
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    import _socket
+    from typing import Any
 
     from ..config import Config
 
@@ -52,6 +56,10 @@ ANSWER_TIMEOUT = 5.0
 NO_KEEPER = "AMEM_NO_KEEPER"
 OPS = ("search", "read", "list")
 ACK = b"ok\n"
+#: Set by the console script's fast path once it has asked a keeper and its command goes on through Click:
+#: the command then answers in its own process without asking again, so that a stopped or refusing keeper
+#: costs one wait, not two.
+asked = False
 
 
 def answer_settings(config: Config) -> str:
@@ -59,17 +67,30 @@ def answer_settings(config: Config) -> str:
     what its index holds, and the semantic model its vectors are of. A keeper answers only requests of its
     own settings."""
     c = config
-    vault = os.path.realpath(c.vault_root)
-    return json.dumps([vault, list(c.extensions), list(c.exclude_dirs), c.index_hidden_dirs, c.semantic_model])
+    return settings_of(str(c.vault_root), c.extensions, c.exclude_dirs, c.index_hidden_dirs, c.semantic_model)
+
+
+def settings_of(
+    vault_root: str, extensions: tuple[str, ...], exclude_dirs: tuple[str, ...], hidden: bool, model: str
+) -> str:
+    """`answer_settings` of these config values."""
+    vault = os.path.realpath(vault_root)
+    return json.dumps([vault, list(extensions), list(exclude_dirs), hidden, model])
 
 
 def config_view(config: Config) -> dict[str, Any]:
     """The command's own config values an answer uses: the keeper answers with these, not its own."""
+    c = config
+    return view_of(c.max_link_depth, c.max_search_results, c.semantic, c.timezone_name)
+
+
+def view_of(max_link_depth: int, max_search_results: int, semantic: bool, timezone: str | None) -> dict[str, Any]:
+    """`config_view` of these config values."""
     return {
-        "maxLinkDepth": config.max_link_depth,
-        "maxSearchResults": config.max_search_results,
-        "semantic": config.semantic,
-        "timezone": config.timezone_name,
+        "maxLinkDepth": max_link_depth,
+        "maxSearchResults": max_search_results,
+        "semantic": semantic,
+        "timezone": timezone,
     }
 
 
@@ -78,43 +99,55 @@ def local_zone() -> str | None:
     return os.environ.get("TZ")
 
 
-class Answer(NamedTuple):
-    #: the warnings the operation met, in order, once each
-    warnings: list[str]
-    #: the result, as `output.one_line` renders it
-    text: str
+def no_keeper() -> bool:
+    """Whether AMEM_NO_KEEPER asks commands to answer in their own process."""
+    return os.environ.get(NO_KEEPER, "") not in ("", "0")
+
+
+class Answer:
+    """A keeper's answer: the warnings the operation met (in order, once each), and the result as
+    `output.one_line` renders it. (A plain class: a NamedTuple would need `typing` loaded.)"""
+
+    __slots__ = ("text", "warnings")
+
+    def __init__(self, warnings: list[str], text: str) -> None:
+        self.warnings = warnings
+        self.text = text
 
 
 def ask(config: Config, op: str, args: dict[str, Any]) -> Answer | None:
     """The live keeper's answer to operation `op`, or None (answer in this process) when there is none
     or anything fails. Never raises."""
-    if os.environ.get(NO_KEEPER, "") not in ("", "0"):
+    if no_keeper() or asked:
         return None
-    socket_path = _answering_socket(config)
+    socket_path = answering_socket(str(config.cache_dir))
     if socket_path is None:
         return None
+    return exchange(socket_path, request_line(op, answer_settings(config), config_view(config), args))
+
+
+def request_line(op: str, settings: str, view: dict[str, Any], args: dict[str, Any]) -> bytes:
+    """The request for operation `op` with these settings, config values and arguments, as sent."""
     request = {
         "v": REQUEST_VERSION,
         "op": op,
         "amem": __version__,
-        "settings": answer_settings(config),
+        "settings": settings,
         "tz": local_zone(),
-        "config": config_view(config),
+        "config": view,
         "args": args,
     }
-    try:
-        return _exchange(socket_path, json.dumps(request).encode("utf-8") + b"\n")
-    except (OSError, ValueError, RecursionError):  # gone, stalled, cut short, too long or malformed
-        return None
+    return json.dumps(request).encode("utf-8") + b"\n"
 
 
-def _answering_socket(config: Config) -> str | None:
-    """The socket of a live keeper of this vault that answers commands of this amem, or None."""
-    cache = config.cache_dir
-    if not lock_held(cache / LOCK_FILE):
+def answering_socket(cache: str) -> str | None:
+    """The socket of a live keeper, keeping its index in the cache folder `cache`, that answers commands
+    of this amem; None when there is none."""
+    if not lock_held(os.path.join(cache, LOCK_FILE)):
         return None  # no keeper (a socket left by a killed one is never tried)
     try:
-        described = json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))
+        with open(os.path.join(cache, INFO_FILE), encoding="utf-8") as handle:
+            described = json.loads(handle.read())
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(described, dict) or described.get("answers") != ANSWERS:
@@ -124,14 +157,24 @@ def _answering_socket(config: Config) -> str | None:
         return None
     if not isinstance(name, str) or not name or "/" in name:
         return None
-    return str(cache / name)
+    return os.path.join(cache, name)
+
+
+def exchange(path: str, request: bytes) -> Answer | None:
+    """Send `request` to the keeper's socket at `path` and take its answer; None when it refuses, fails,
+    is too long or too late (the command then answers itself). Never raises."""
+    try:
+        return _exchange(path, request)
+    except (OSError, ValueError, RecursionError):  # gone, stalled, cut short, too long or malformed
+        return None
 
 
 def _exchange(path: str, request: bytes) -> Answer | None:
-    import socket
+    import _socket  # the C module: `socket` would load `selectors` and more, for nothing used here
 
     deadline = time.monotonic() + ANSWER_TIMEOUT
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+    client = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         client.settimeout(ANSWER_TIMEOUT)
         client.connect(path)
         client.sendall(request)
@@ -142,8 +185,12 @@ def _exchange(path: str, request: bytes) -> Answer | None:
         text = lines.next().decode("utf-8").removesuffix("\n")
         if not text.startswith("{") or not text.endswith("}"):
             return None
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 (contextlib would cost the fast path its import)
             client.sendall(ACK)  # the answer is taken: the keeper may record what it saw
+        except OSError:
+            pass
+    finally:
+        client.close()
     return Answer(header["warnings"], text)
 
 
@@ -155,7 +202,7 @@ class _Lines:
     """Newline-ended lines from a socket by a deadline, MAX_ANSWER bytes in all: TimeoutError when they do
     not come in time, ValueError when cut short or too long."""
 
-    def __init__(self, conn: socket.socket, deadline: float) -> None:
+    def __init__(self, conn: _socket.socket, deadline: float) -> None:
         self.conn = conn
         self.deadline = deadline
         self.data = bytearray()

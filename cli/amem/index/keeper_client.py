@@ -31,19 +31,21 @@ O_NOFOLLOW (see `amem.keeper.folder`), so a symlink a sync brings under its name
 from __future__ import annotations
 
 import _thread
-import contextlib
 import errno
 import fcntl
 import itertools
 import json
 import os
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+# Neither `typing` nor `pathlib` nor `contextlib` here: the console script's fast path (keeper_fast) loads
+# this module before anything else of amem's, and each of them would cost it milliseconds.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
+    import threading
     from collections.abc import Collection
+    from pathlib import Path
 
     from .index import VaultIndex
 
@@ -95,18 +97,54 @@ def synced(index: VaultIndex, timeout: float | None = None) -> bool:
 
 
 def _confirmed(folder: int, cookie: str, timeout: float | None) -> bool:
-    """Drop `cookie` in the keeper's folder and wait until the keeper deletes it, or give up."""
+    """Drop `cookie` in the keeper's folder and wait until the keeper deletes it, or give up. A keeper of
+    this process (the one `amem index --watch` answers commands with, or `amem mcp`'s) wakes the wait as
+    soon as it has confirmed cookies (`confirmations`); another process's is polled, more and more slowly."""
     if not drop_cookie(folder, cookie):
         return False
     deadline = time.monotonic() + (ACK_TIMEOUT if timeout is None else timeout)
     pause = 0.0002
-    while cookie_exists(folder, cookie):
+    while True:
+        seen = _confirmed_count
+        if not cookie_exists(folder, cookie):
+            return True
         if time.monotonic() > deadline:
             remove_cookie(folder, cookie)
             return False  # wedged or swamped: the walk is the answer
-        time.sleep(pause)
+        wake = _wake
+        if wake is None:
+            time.sleep(pause)
+        else:
+            with wake:
+                if _confirmed_count == seen:  # none confirmed since the look: wait for the next, or the pause
+                    wake.wait(pause)
         pause = min(pause * 2, 0.004)
-    return True
+
+
+#: Set by a keeper running in this process (`confirmations`): its thread notifies it each time it has
+#: confirmed cookies, and counts them in `_confirmed_count`.
+_wake: threading.Condition | None = None
+_confirmed_count = 0
+
+
+def confirmations() -> None:
+    """Called by a keeper starting in this process: waits for its cookies wake when it confirms them."""
+    global _wake
+    if _wake is None:
+        import threading
+
+        _wake = threading.Condition()
+
+
+def confirmed() -> None:
+    """Called by a keeper of this process once it has deleted cookies: the waits in this process look again."""
+    global _confirmed_count
+    wake = _wake
+    if wake is None:
+        return
+    with wake:
+        _confirmed_count += 1
+        wake.notify_all()
 
 
 def semantic_ranking(
@@ -201,8 +239,10 @@ def cookie_exists(folder_fd: int, name: str) -> bool:
 
 
 def remove_cookie(folder_fd: int, name: str) -> None:
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105 (contextlib would cost the fast path its import)
         os.unlink(name, dir_fd=folder_fd)
+    except OSError:
+        pass
 
 
 def lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
@@ -212,7 +252,7 @@ def lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
         return None
 
 
-def lock_held(path: Path) -> bool:
+def lock_held(path: Path | str) -> bool:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

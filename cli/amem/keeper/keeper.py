@@ -31,6 +31,8 @@ from ..index.keeper_client import (
     SOCKET_PATH_MAX,
     SYNC_DIR,
     applying,
+    confirmations,
+    confirmed,
 )
 from ..report import Progress, Reporter
 
@@ -117,6 +119,7 @@ class Keeper:
         from ..fswatch.rules import WatchedRoot
 
         self.claim()
+        confirmations()
         cache = self.config.cache_dir
         try:
             from .folder import KeeperFolder
@@ -343,6 +346,8 @@ class Keeper:
                 cookies = []  # unconfirmed: the commands waiting walk the vault themselves
             for cookie in cookies:
                 folder.discard(cookie)
+            if cookies:
+                confirmed()  # a command of this process waiting for one looks again at once
             if None in batch:
                 return
 
