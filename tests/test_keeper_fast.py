@@ -545,3 +545,44 @@ def test_the_fast_paths_config_is_the_config_loaders(
     assert Path(plain.cache) == config.cache_dir
     assert plain.settings == answer_settings(config)
     assert plain.view == config_view(config)
+
+
+def test_every_option_the_fast_path_takes_is_the_commands_own_of_the_same_kind() -> None:
+    # The fast path parses a command line itself: an option it takes must be one the command declares, with
+    # the value Click would accept, or the fast path would answer a line Click refuses (or read it
+    # otherwise). An option it does not take only sends the command through Click.
+    import importlib
+
+    import click
+
+    for name, options in keeper_fast.OPTIONS.items():
+        command = importlib.import_module(f"amem.commands.{name}").command
+        declared = {
+            opt: (param, opt in param.secondary_opts)
+            for param in command.params
+            if isinstance(param, click.Option)
+            for opt in (*param.opts, *param.secondary_opts)
+        }
+        for option, kind in options.items():
+            assert option in declared, f"amem {name} has no {option}"
+            param, secondary = declared[option]
+            if kind in ("on", "off"):
+                assert param.is_bool_flag and secondary == (kind == "off"), (name, option)
+            elif kind == "flag":
+                assert param.is_flag and not param.secondary_opts, (name, option)
+            elif kind == "texts":
+                assert param.multiple and not param.is_flag, (name, option)
+            elif kind in ("count", "number"):
+                assert isinstance(param.type, click.IntRange), (name, option)
+                assert param.type.min == (1 if kind == "count" else 0) and param.type.max is None, (name, option)
+            elif kind == "sort":
+                assert isinstance(param.type, click.Choice), (name, option)
+                assert tuple(param.type.choices) == keeper_fast.SORTS, (name, option)
+            else:
+                assert kind == "text" and not param.is_flag and not param.multiple, (name, option)
+        arguments = [p for p in command.params if isinstance(p, click.Argument)]
+        fewest, most = keeper_fast.ARGUMENTS[name]
+        taken = sum(max(a.nargs, 0) for a in arguments if a.required)
+        assert fewest >= taken, name
+        if most is not None:
+            assert all(a.nargs > 0 for a in arguments) and most <= sum(a.nargs for a in arguments), name
