@@ -173,6 +173,9 @@ def read_note(
         if mark_seen and last != order[0]["version"]:  # a read of what was seen already writes nothing
             index.mark_seen(ref.id, order[0]["version"])
         backlinks = index.backlinks(ref.id)
+        # A sync that met two different overwrites left the other machine's version beside the note: the
+        # index knows, unless it is half built (or the note is one it does not hold).
+        conflict = None if incomplete else index.has_conflict_copy(ref.id)
     finally:
         index.close()
     bounds: dict[str, Any] = {}
@@ -195,8 +198,7 @@ def read_note(
         "version": record["version"],
         "mtime": from_epoch(st.st_mtime, config.tz),
         "modifiedExternally": last is not None and last != record["version"],
-        # A sync that met two different overwrites left the other machine's version beside the note.
-        "conflict": has_conflict_copy(ref.path),
+        "conflict": has_conflict_copy(ref.path) if conflict is None else conflict,
         **bounds,
     }
     if incomplete:
