@@ -185,3 +185,28 @@ def test_the_plain_frontmatters_shapes_at_their_edges() -> None:
         and not is_timestamp("2026-11-29T20:15:03.")
         and not is_timestamp("2026-11-29T20:15:03+0800")
     )
+
+
+#: The patterns a note id was once checked with: its string tests must say exactly what they say.
+_ID_CHECKS = {
+    "_is_drive": (r"^[A-Za-z]:", "match"),
+    "_has_control": (r"[\x00-\x1f\x7f]", "search"),
+    "_is_type_suffix": (r"^\.[A-Za-z][A-Za-z0-9]*$", "match"),
+}
+
+
+@settings(max_examples=2000)
+@given(
+    st.one_of(
+        st.text(max_size=12),
+        st.text(alphabet=st.sampled_from("aZ9.:_-\n\t\x00\x1f\x7f\x80\xa0é٣ "), max_size=8),
+        st.text(alphabet="abcXYZ019", max_size=6).map(lambda s: "." + s),
+    )
+)
+def test_the_note_id_checks_are_their_patterns(text: str) -> None:
+    import re
+
+    from amem.notes import ids
+
+    for name, (pattern, how) in _ID_CHECKS.items():
+        assert getattr(ids, name)(text) == bool(getattr(re, how)(pattern, text)), (name, text)

@@ -51,8 +51,9 @@ def test_a_sync_with_nothing_to_do_fetches_and_starts_no_more_git_processes_than
     assert result["pulled"] == [] and result["pushed"] == [] and result["commit"] is None
     commands = git_commands(trace)
     own = [c.split()[0] for c in commands if not c.startswith(FETCH_INTERNALS)]
-    # where the vault is, what changed in it, the remote's settings; the fetch; what the remote holds
-    assert own == ["rev-parse", "status", "config", "fetch", "rev-parse"], commands
+    # where the vault is, what changed in it, the remote's settings; the fetch (what the remote holds is
+    # then read from its tracking ref's file: the commit HEAD already is)
+    assert own == ["rev-parse", "status", "config", "fetch"], commands
     assert not any(c.startswith("maintenance") for c in commands), commands
 
 
@@ -93,3 +94,41 @@ def test_a_sync_with_nothing_to_do_loads_only_what_sync_is_allowed(
     top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
     assert sorted(top_level - BASE - others) == []
     assert sorted({m for m in loaded if m.startswith("amem")} - AMEM_BASE - amem_modules) == []
+
+
+def test_the_remotes_commit_is_read_from_its_ref_only_when_it_is_heads(remote: Path, tmp_path: Path) -> None:
+    """Anything else (a remote that moved, refs packed by git gc) is asked of git, and synced as before."""
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    amem(a, "write", "notes/x", "first words")
+    amem(a, "sync")
+    amem(b, "sync")
+    amem(b, "write", "notes/x", "from b")
+    amem(b, "sync")
+    trace = tmp_path / "trace"
+    assert amem(a, "sync", trace=trace)["pulled"] == ["notes/x.md"]
+    assert "rev-parse --verify" in " ".join(git_commands(trace))
+    assert "from b" in (a / "notes" / "x.md").read_text(encoding="utf-8")
+
+    for clone_ in (a, b):  # every ref packed, no loose ref file left
+        subprocess.run(["git", "pack-refs", "--all", "--prune"], cwd=clone_, check=True)
+    trace.unlink()
+    assert amem(a, "sync", trace=trace)["pulled"] == []
+    amem(b, "write", "notes/x", "again from b")
+    amem(b, "sync")
+    for clone_ in (a, b):
+        subprocess.run(["git", "pack-refs", "--all", "--prune"], cwd=clone_, check=True)
+    assert amem(a, "sync")["pulled"] == ["notes/x.md"]
+    assert "again from b" in (a / "notes" / "x.md").read_text(encoding="utf-8")
+
+
+def test_an_idle_sync_loads_no_archive_modules(remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """shutil (and the compressors it loads) only for the scratch folders of a sync that merges."""
+    from tests.test_imports import loaded_modules
+
+    a = clone(remote, tmp_path / "a")
+    amem(a, "write", "notes/x", "first words")
+    amem(a, "sync")
+    monkeypatch.setenv("AMEM_VAULT", str(a))
+    loaded = loaded_modules(["sync"], a)
+    assert "amem.ops.sync" in loaded
+    assert not {"shutil", "bz2", "lzma", "zlib"} & loaded

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -103,7 +102,7 @@ def _stderr(proc: subprocess.CompletedProcess[bytes]) -> str:
 
 
 #: An absolute path in git's words, which amem must not show.
-_HOST_PATH = re.compile(r"(?<![\w./-])/[^\s'\"]*")
+_HOST_PATH = r"(?<![\w./-])/[^\s'\"]*"
 
 
 def _failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -114,7 +113,7 @@ def _failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> s
     detail = (errors or lines or [f"exit status {proc.returncode}"])[0]
     for prefix in ("fatal: ", "error: "):
         detail = detail.removeprefix(prefix)
-    return f"git {subcommand} failed: {_HOST_PATH.sub('<path>', detail)}"
+    return f"git {subcommand} failed: {re.sub(_HOST_PATH, '<path>', detail)}"
 
 
 def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -581,6 +580,8 @@ def _follow_in_users_index(
     would refuse the real index while we hold index.lock), which then replaces the index."""
     copy = os.path.join(scratch, "user-index")
     if index_lock.index.exists():
+        import shutil  # here: an idle sync, a read or a write never loads it (nor the compressors it loads)
+
         shutil.copyfile(index_lock.index, copy)
     proc = staged.apply(repo, {"GIT_INDEX_FILE": copy})
     if proc.returncode == 0 and not os.path.exists(copy):

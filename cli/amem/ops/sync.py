@@ -325,8 +325,10 @@ def _index_follows(
 # --- fetching, integrating, pushing -----------------------------------------------------------------
 
 
-def _fetch(place: _Place) -> str | None:
-    """Fetch the remote's branch into its tracking ref; its commit, or None when the remote has no such branch."""
+def _fetch(place: _Place, head: str | None) -> str | None:
+    """Fetch the remote's branch into its tracking ref; its commit, or None when the remote has no such branch.
+    `head` is the local branch's commit: a remote that holds just that (nothing to pull) is seen in the
+    tracking ref's file, without one more git process."""
     refspec = f"+{place.remote_ref}:{place.tracking_ref}"
     # No automatic maintenance in the fetch: it is one more git process in every sync, and a sync that
     # brought in or made nothing has nothing new for it; `_maintain` runs it after a sync that did.
@@ -336,7 +338,44 @@ def _fetch(place: _Place) -> str | None:
         if "couldn't find remote ref" in _stderr(proc):
             return None
         raise GitError(_hide_url(place, f"git fetch failed: {_problem(proc)}"))
+    if head is not None and _stored_ref(place, place.tracking_ref) == head:
+        return head  # HEAD's commit: a commit, as `^{commit}` asks
     return _out(_run(["rev-parse", "--verify", "--quiet", f"{place.tracking_ref}^{{commit}}"], place.repo.top))
+
+
+def _stored_ref(place: _Place, ref: str) -> str | None:
+    """The object name `ref` holds as git's files backend stores it: its loose file, else its line in
+    `packed-refs`. None whenever that cannot be told for certain here (a linked worktree, whose refs lie in
+    the common folder; another ref storage; a symbolic ref; anything unexpected): git is asked then."""
+    git_dir = place.repo.git_dir
+    if "extensions.refstorage" in place.settings or os.path.exists(os.path.join(git_dir, "commondir")):
+        return None
+    try:
+        with open(os.path.join(git_dir, *ref.split("/")), "rb") as handle:
+            loose = handle.read(200)
+    except FileNotFoundError:
+        loose = None
+    except OSError:
+        return None
+    if loose is not None:
+        return _object_name(loose.rstrip(b"\n"))
+    try:
+        with open(os.path.join(git_dir, "packed-refs"), "rb") as handle:
+            packed = handle.read()
+    except OSError:
+        return None
+    wanted = b" " + os.fsencode(ref)
+    for line in packed.split(b"\n"):
+        if line.endswith(wanted) and not line.startswith((b"#", b"^")):
+            return _object_name(line[: -len(wanted)])
+    return None
+
+
+def _object_name(text: bytes) -> str | None:
+    """`text` when it is a full object name (SHA-1 or SHA-256 hex), else None."""
+    if len(text) in (40, 64) and not text.strip(b"0123456789abcdef"):
+        return text.decode("ascii")
+    return None
 
 
 def _is_ancestor(repo: Repository, older: str, newer: str) -> bool:
@@ -677,7 +716,7 @@ def sync_vault(
     for attempt in range(PUSH_ATTEMPTS):
         if attempt:
             head = head_commit(repo)
-        theirs = _fetch(place)
+        theirs = _fetch(place, head)
         new, local = _integrate(config, place, reporter, head, theirs, outcome, conflicted)
         if local is not None:
             start = local  # committed here before the pull: ours, not pulled
