@@ -403,18 +403,31 @@ def note_links(frontmatter_text: str | None, body: str, extensions: tuple[str, .
     return link_census(frontmatter_text, body, extensions, limit=None).listed
 
 
-class LinkCensus(NamedTuple):
-    #: the note's links in order, the first `limit` of them
-    listed: list[Link]
-    #: each distinct link once, in the order first written
-    distinct: list[Link]
-    #: how many links the note holds
-    total: int
-    #: how many times each of `distinct` is written, in the same order
-    counts: tuple[int, ...] = ()
-    #: the line (from 0) where each of `distinct` is first written, in the same order: in the frontmatter
-    #: block for a frontmatter link, else in the body
-    lines: tuple[int, ...] = ()
+class LinkCensus:
+    """What `link_census` finds of a note's links. A plain class rather than a NamedTuple: every read and
+    write pays for defining each NamedTuple it imports."""
+
+    __slots__ = ("listed", "distinct", "total", "counts", "lines")
+
+    def __init__(
+        self,
+        listed: list[Link],
+        distinct: list[Link],
+        total: int,
+        counts: tuple[int, ...] = (),
+        lines: tuple[int, ...] = (),
+    ) -> None:
+        #: the note's links in order, the first `limit` of them
+        self.listed = listed
+        #: each distinct link once, in the order first written
+        self.distinct = distinct
+        #: how many links the note holds
+        self.total = total
+        #: how many times each of `distinct` is written, in the same order
+        self.counts = counts
+        #: the line (from 0) where each of `distinct` is first written, in the same order: in the
+        #: frontmatter block for a frontmatter link, else in the body
+        self.lines = lines
 
 
 #: A distinct link as the census first meets it: where (the order first written), the link, its line.

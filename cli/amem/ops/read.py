@@ -6,7 +6,7 @@ import functools
 import os
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import IoError, NotFound
 from ..index.attached import Attachments
@@ -97,9 +97,15 @@ def _link_record(link: Link, resolved: str | None, attachment: str | None) -> di
     return record
 
 
-class _Node(NamedTuple):
-    record: dict[str, Any]
-    targets: list[str]
+class _Node:
+    """A note's record and the notes its links resolve to (a plain class: a NamedTuple costs each read its
+    definition)."""
+
+    __slots__ = ("record", "targets")
+
+    def __init__(self, record: dict[str, Any], targets: list[str]) -> None:
+        self.record = record
+        self.targets = targets
 
 
 def _tree(

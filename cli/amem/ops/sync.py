@@ -19,7 +19,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GitError
 from ..gitvault.git import (
@@ -45,7 +45,7 @@ PUSH_ATTEMPTS = 5
 ATTRIBUTES_FILE = ".gitattributes"
 
 
-# Plain classes and NamedTuples rather than dataclasses: a sync would pay for the dataclasses module.
+# Plain classes rather than dataclasses or NamedTuples: a sync would pay for defining them.
 class SyncOutcome:
     def __init__(self, remote: str) -> None:
         self.remote = remote
@@ -65,22 +65,37 @@ class SyncOutcome:
         }
 
 
-class _Place(NamedTuple):
-    """Where the vault is in its repository and what it syncs with."""
+class _Place:
+    """Where the vault is in its repository and what it syncs with. (Plain classes rather than NamedTuples:
+    an idle sync would pay for defining each.)"""
 
-    repo: Repository
-    #: The vault's folder relative to the repository's top ('' when the vault is the whole repository).
-    folder: str
-    branch: str
-    remote: str
-    #: The remote's branch (`refs/heads/...`) and our copy of it (`refs/remotes/<remote>/...`).
-    remote_ref: str
-    tracking_ref: str
-    settings: dict[str, str]
-    #: HEAD's commit when the sync started (None before the first commit), and whether the vault's
-    #: files had changes to commit.
-    head: str | None = None
-    pending: bool = False
+    __slots__ = ("repo", "folder", "branch", "remote", "remote_ref", "tracking_ref", "settings", "head", "pending")
+
+    def __init__(
+        self,
+        repo: Repository,
+        folder: str,
+        branch: str,
+        remote: str,
+        remote_ref: str,
+        tracking_ref: str,
+        settings: dict[str, str],
+        head: str | None = None,
+        pending: bool = False,
+    ) -> None:
+        self.repo = repo
+        #: The vault's folder relative to the repository's top ('' when the vault is the whole repository).
+        self.folder = folder
+        self.branch = branch
+        self.remote = remote
+        #: The remote's branch (`refs/heads/...`) and our copy of it (`refs/remotes/<remote>/...`).
+        self.remote_ref = remote_ref
+        self.tracking_ref = tracking_ref
+        self.settings = settings
+        #: HEAD's commit when the sync started (None before the first commit), and whether the vault's
+        #: files had changes to commit.
+        self.head = head
+        self.pending = pending
 
     @property
     def pathspec(self) -> str:
@@ -391,10 +406,13 @@ def _changed(repo: Repository, old: str | None, new: str, spec: str) -> list[str
     return [os.fsdecode(name) for name in raw.split(b"\0") if name]
 
 
-class _Merge(NamedTuple):
-    commit: str
-    #: The notes (repository paths) whose remote version was kept beside them as a conflict copy.
-    conflicted: list[str]
+class _Merge:
+    __slots__ = ("commit", "conflicted")
+
+    def __init__(self, commit: str, conflicted: list[str]) -> None:
+        self.commit = commit
+        #: The notes (repository paths) whose remote version was kept beside them as a conflict copy.
+        self.conflicted = conflicted
 
 
 _NO_ENTRY = "0" * 40
