@@ -113,6 +113,7 @@ def test_the_remotes_commit_is_read_from_its_ref_only_when_it_is_heads(remote: P
         subprocess.run(["git", "pack-refs", "--all", "--prune"], cwd=clone_, check=True)
     trace.unlink()
     assert amem(a, "sync", trace=trace)["pulled"] == []
+    assert "rev-parse --verify" not in " ".join(git_commands(trace))  # read from packed-refs
     amem(b, "write", "notes/x", "again from b")
     amem(b, "sync")
     for clone_ in (a, b):
@@ -132,3 +133,25 @@ def test_an_idle_sync_loads_no_archive_modules(remote: Path, tmp_path: Path, mon
     loaded = loaded_modules(["sync"], a)
     assert "amem.ops.sync" in loaded
     assert not {"shutil", "bz2", "lzma", "zlib"} & loaded
+
+
+def test_a_stored_ref_is_read_only_where_git_would_read_the_same(tmp_path: Path) -> None:
+    from amem.gitvault.git import Repository, stored_ref
+
+    git_dir = tmp_path / "git"
+    (git_dir / "refs" / "remotes" / "origin").mkdir(parents=True)
+    repo = Repository(top=tmp_path, git_dir=git_dir)
+    ref = "refs/remotes/origin/main"
+    one, two = "1" * 40, "2" * 40
+    assert stored_ref(repo, ref, {}) is None  # nowhere
+    (git_dir / "packed-refs").write_text(f"# pack-refs with: peeled fully-peeled sorted\n{one} {ref}\n^{two}\n")
+    assert stored_ref(repo, ref, {}) == one
+    assert stored_ref(repo, "refs/remotes/origin/mai", {}) is None
+    (git_dir / ref).write_text(f"{two}\n")  # a loose ref outranks the packed one
+    assert stored_ref(repo, ref, {}) == two
+    assert stored_ref(repo, ref, {"extensions.refstorage": "reftable"}) is None
+    (git_dir / ref).write_text("ref: refs/remotes/origin/other\n")  # symbolic: git resolves it
+    assert stored_ref(repo, ref, {}) is None
+    (git_dir / ref).write_text(f"{two}\n")
+    (git_dir / "commondir").write_text("../..\n")  # a linked worktree: its refs are elsewhere
+    assert stored_ref(repo, ref, {}) is None

@@ -185,6 +185,42 @@ def find_repository(path: Path) -> Repository | None:
     raise GitError(f"cannot use the git repository holding the vault: {_failure(['rev-parse'], proc)}")
 
 
+def stored_ref(repo: Repository, ref: str, settings: Mapping[str, str]) -> str | None:
+    """The object name `ref` holds as git's files backend stores it (its loose file, else its line in
+    `packed-refs`), read without a git process; `settings` are the repository's (`git config --list`).
+    None whenever that cannot be told for certain here (a linked worktree, whose refs lie in the common
+    folder; another ref storage; a symbolic ref; anything unexpected): ask git then."""
+    git_dir = repo.git_dir
+    if "extensions.refstorage" in settings or os.path.exists(os.path.join(git_dir, "commondir")):
+        return None
+    try:
+        with open(os.path.join(git_dir, *ref.split("/")), "rb") as handle:
+            loose: bytes | None = handle.read(200)
+    except FileNotFoundError:
+        loose = None
+    except OSError:
+        return None
+    if loose is not None:
+        return _object_name(loose.rstrip(b"\n"))
+    try:
+        with open(os.path.join(git_dir, "packed-refs"), "rb") as handle:
+            packed = handle.read()
+    except OSError:
+        return None
+    wanted = b" " + os.fsencode(ref)
+    for line in packed.split(b"\n"):
+        if line.endswith(wanted) and not line.startswith((b"#", b"^")):
+            return _object_name(line[: -len(wanted)])
+    return None
+
+
+def _object_name(text: bytes) -> str | None:
+    """`text` when it is a full object name (SHA-1 or SHA-256 hex), else None."""
+    if len(text) in (40, 64) and not text.strip(b"0123456789abcdef"):
+        return text.decode("ascii")
+    return None
+
+
 def require_repository(path: Path) -> Repository:
     repo = find_repository(path)
     if repo is None:

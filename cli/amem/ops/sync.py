@@ -33,6 +33,7 @@ from ..gitvault.git import (
     _stderr,
     find_repository,
     head_commit,
+    stored_ref,
 )
 from ..report import Reporter
 from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes
@@ -353,44 +354,9 @@ def _fetch(place: _Place, head: str | None) -> str | None:
         if "couldn't find remote ref" in _stderr(proc):
             return None
         raise GitError(_hide_url(place, f"git fetch failed: {_problem(proc)}"))
-    if head is not None and _stored_ref(place, place.tracking_ref) == head:
+    if head is not None and stored_ref(place.repo, place.tracking_ref, place.settings) == head:
         return head  # HEAD's commit: a commit, as `^{commit}` asks
     return _out(_run(["rev-parse", "--verify", "--quiet", f"{place.tracking_ref}^{{commit}}"], place.repo.top))
-
-
-def _stored_ref(place: _Place, ref: str) -> str | None:
-    """The object name `ref` holds as git's files backend stores it: its loose file, else its line in
-    `packed-refs`. None whenever that cannot be told for certain here (a linked worktree, whose refs lie in
-    the common folder; another ref storage; a symbolic ref; anything unexpected): git is asked then."""
-    git_dir = place.repo.git_dir
-    if "extensions.refstorage" in place.settings or os.path.exists(os.path.join(git_dir, "commondir")):
-        return None
-    try:
-        with open(os.path.join(git_dir, *ref.split("/")), "rb") as handle:
-            loose = handle.read(200)
-    except FileNotFoundError:
-        loose = None
-    except OSError:
-        return None
-    if loose is not None:
-        return _object_name(loose.rstrip(b"\n"))
-    try:
-        with open(os.path.join(git_dir, "packed-refs"), "rb") as handle:
-            packed = handle.read()
-    except OSError:
-        return None
-    wanted = b" " + os.fsencode(ref)
-    for line in packed.split(b"\n"):
-        if line.endswith(wanted) and not line.startswith((b"#", b"^")):
-            return _object_name(line[: -len(wanted)])
-    return None
-
-
-def _object_name(text: bytes) -> str | None:
-    """`text` when it is a full object name (SHA-1 or SHA-256 hex), else None."""
-    if len(text) in (40, 64) and not text.strip(b"0123456789abcdef"):
-        return text.decode("ascii")
-    return None
 
 
 def _is_ancestor(repo: Repository, older: str, newer: str) -> bool:
