@@ -54,3 +54,21 @@ def test_a_note_the_index_does_not_hold_has_its_folder_listed(vault: Path, isola
     result, listed = read(vault, "archive/old")
     assert result["conflict"] is True
     assert listed >= 1
+
+
+def test_a_read_beside_another_processs_refresh_lists_the_folder(vault: Path, isolated_env: Path) -> None:
+    """While another process holds the refresh lock, the read does not refresh, so the index may not know a
+    copy made a moment ago: the folder is listed."""
+    import fcntl
+
+    from amem.config import load_config
+
+    write_file(vault / "plan.md", "# plan\n")
+    age(vault)
+    read(vault, "plan")  # builds the index
+    write_file(vault / "plan.conflict-0123abcd.md", "# theirs\n")
+    with open(load_config(vault=str(vault)).cache_dir / "index.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result, listed = read(vault, "plan")
+    assert result["conflict"] is True
+    assert listed >= 1

@@ -168,7 +168,7 @@ def read_note(
     named: dict[str, Any] = {}
     index = VaultIndex(config)
     try:
-        resolve, resolver, incomplete = _how_links_resolve(index, reporter)
+        resolve, resolver, incomplete, current = _how_links_resolve(index, reporter)
         if loaded is None:
             ref, named = _by_name(config, index, resolver, raw_id, missing)
             loaded = _load(ref)
@@ -180,8 +180,9 @@ def read_note(
             index.mark_seen(ref.id, order[0]["version"])
         backlinks = index.backlinks(ref.id)
         # A sync that met two different overwrites left the other machine's version beside the note: the
-        # index knows, unless it is half built (or the note is one it does not hold).
-        conflict = None if incomplete else index.has_conflict_copy(ref.id)
+        # index knows when this read brought it up to date (not while another process refreshes it) and
+        # holds the note.
+        conflict = index.has_conflict_copy(ref.id) if current else None
     finally:
         index.close()
     bounds: dict[str, Any] = {}
@@ -226,14 +227,15 @@ def _by_name(
     return resolve_note(config, note_id), name_fields(name, alternatives)
 
 
-def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, LinkResolver | None, bool]:
+def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, LinkResolver | None, bool, bool]:
     """Refresh the index (never waiting for another process's refresh) and say how links resolve: by the
     index (its LinkResolver left to the caller to make, None: a read by id needs none), or, while another
     process's build has left it half done, by the ids of a listing of the vault, with the LinkResolver's
-    rules; True then, for the backlinks only the finished index can know."""
+    rules; True then, for the backlinks only the finished index can know. Last, whether this refresh ran
+    (the index is current), rather than finding another process's under way."""
     stats = index.refresh(thorough=False)
     if not stats.busy or index.complete():
-        return index.resolve, None, False
+        return index.resolve, None, False, not stats.busy
     from ..index.scan import scan_vault
     from ..notes.links import resolve_stored
 
@@ -242,4 +244,4 @@ def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, 
         "and backlinks lists only the notes indexed so far (incomplete)"
     )
     resolver = LinkResolver(scan_vault(index.config).files, index.config.extensions)
-    return functools.partial(resolve_stored, resolver), resolver, True
+    return functools.partial(resolve_stored, resolver), resolver, True, False
