@@ -137,3 +137,76 @@ def test_frontmatter_read_without_yaml_is_what_yaml_reads(lines: list[str]) -> N
         return
     if fast is not None:
         assert fast == _jsonable(slow or {}), block
+
+
+#: The patterns the plain frontmatter's shapes were once tested with: its string tests must say exactly what
+#: they say, for any text.
+_SHAPES = {
+    "is_key": r"[A-Za-z_][A-Za-z0-9_\-]*\Z",
+    "is_plain": r"[^\W\d_][\w .\-/()+&!?@$%^=~]*\Z",
+    "is_integer": r"(?:0|[1-9][0-9]{0,17})\Z",
+    "is_date": r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z",
+    "is_timestamp": r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})?\Z",
+}
+#: Texts near each shape: a character changed, added or dropped, Unicode letters, digits and numbers.
+_SHAPE_TEXTS = st.one_of(
+    st.text(max_size=30),
+    st.text(alphabet="0123456789-T:.Z+_ a", max_size=32),
+    st.text(alphabet=st.sampled_from("aZ_-9 ./()+&!?@$%^=~#:'\"é漢٣²½ⅷ\u0300\t"), max_size=12),
+    st.sampled_from(
+        ["2026-11-29T20:15:03+08:00", "2026-11-29T20:15:03.5Z", "2026-01-02", "0", "123456789012345678"]
+    ).flatmap(
+        lambda s: st.tuples(st.integers(0, len(s)), st.sampled_from(["", "0", "x", ".", "-", "٣", "Z"])).map(
+            lambda cut: s[: cut[0]] + cut[1] + s[cut[0] + 1 :]
+        )
+    ),
+)
+
+
+@settings(max_examples=3000)
+@given(_SHAPE_TEXTS)
+def test_the_plain_frontmatters_shapes_are_its_patterns(text: str) -> None:
+    import re
+
+    from amem.notes import simple_yaml
+
+    for name, pattern in _SHAPES.items():
+        assert getattr(simple_yaml, name)(text) == bool(re.match(pattern, text)), (name, text)
+
+
+def test_the_plain_frontmatters_shapes_at_their_edges() -> None:
+    from amem.notes.simple_yaml import is_integer, is_key, is_plain, is_timestamp
+
+    assert is_integer("9" * 18) and not is_integer("9" * 19) and not is_integer("01") and not is_integer("٣")
+    assert is_key("_") and is_key("a-b_c") and not is_key("-a") and not is_key("é")
+    assert is_plain("é漢 (x)") and is_plain("ⅷx") and not is_plain("_x") and not is_plain("3x") and not is_plain("a#")
+    assert (
+        is_timestamp("2026-11-29T20:15:03")
+        and not is_timestamp("2026-11-29T20:15:03.")
+        and not is_timestamp("2026-11-29T20:15:03+0800")
+    )
+
+
+#: The patterns a note id was once checked with: its string tests must say exactly what they say.
+_ID_CHECKS = {
+    "_is_drive": (r"^[A-Za-z]:", "match"),
+    "_has_control": (r"[\x00-\x1f\x7f]", "search"),
+    "_is_type_suffix": (r"^\.[A-Za-z][A-Za-z0-9]*$", "match"),
+}
+
+
+@settings(max_examples=2000)
+@given(
+    st.one_of(
+        st.text(max_size=12),
+        st.text(alphabet=st.sampled_from("aZ9.:_-\n\t\x00\x1f\x7f\x80\xa0é٣ "), max_size=8),
+        st.text(alphabet="abcXYZ019", max_size=6).map(lambda s: "." + s),
+    )
+)
+def test_the_note_id_checks_are_their_patterns(text: str) -> None:
+    import re
+
+    from amem.notes import ids
+
+    for name, (pattern, how) in _ID_CHECKS.items():
+        assert getattr(ids, name)(text) == bool(getattr(re, how)(pattern, text)), (name, text)

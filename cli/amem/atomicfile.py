@@ -11,7 +11,8 @@ from typing import NamedTuple
 #: Temporary files end with this, so that scans and clean-ups can tell them from real files.
 TEMP_SUFFIX = ".amem-tmp"
 #: `.<name>.<pid>-<8 hex>.amem-tmp`; files written before the pid was recorded have only the hex part.
-_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)-)?[0-9a-f]{8}" + re.escape(TEMP_SUFFIX) + "$")
+#: (compiled by re on first use: only a scan that meets a temporary file asks)
+_TEMP_NAME = r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)-)?[0-9a-f]{8}" + re.escape(TEMP_SUFFIX) + "$"
 
 
 def is_temporary(name: str) -> bool:
@@ -28,7 +29,7 @@ class Temporary(NamedTuple):
 def parse_temporary(path: str) -> Temporary | None:
     """The target and writer of the temporary file at `path`, or None when it is not one of amem's."""
     folder, name = os.path.split(path)
-    match = _TEMP_NAME.match(name)
+    match = re.match(_TEMP_NAME, name)
     if match is None:
         return None
     pid = match.group("pid")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -103,7 +102,7 @@ def _stderr(proc: subprocess.CompletedProcess[bytes]) -> str:
 
 
 #: An absolute path in git's words, which amem must not show.
-_HOST_PATH = re.compile(r"(?<![\w./-])/[^\s'\"]*")
+_HOST_PATH = r"(?<![\w./-])/[^\s'\"]*"
 
 
 def _failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -114,7 +113,7 @@ def _failure(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> s
     detail = (errors or lines or [f"exit status {proc.returncode}"])[0]
     for prefix in ("fatal: ", "error: "):
         detail = detail.removeprefix(prefix)
-    return f"git {subcommand} failed: {_HOST_PATH.sub('<path>', detail)}"
+    return f"git {subcommand} failed: {re.sub(_HOST_PATH, '<path>', detail)}"
 
 
 def _out(proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -184,6 +183,42 @@ def find_repository(path: Path) -> Repository | None:
     # Anything else (dubious ownership, a bare repository, inside .git) must not be mistaken for "no
     # repository": that would make --commit initialise a second repository inside the user's.
     raise GitError(f"cannot use the git repository holding the vault: {_failure(['rev-parse'], proc)}")
+
+
+def stored_ref(repo: Repository, ref: str, settings: Mapping[str, str]) -> str | None:
+    """The object name `ref` holds as git's files backend stores it (its loose file, else its line in
+    `packed-refs`), read without a git process; `settings` are the repository's (`git config --list`).
+    None whenever that cannot be told for certain here (a linked worktree, whose refs lie in the common
+    folder; another ref storage; a symbolic ref; anything unexpected): ask git then."""
+    git_dir = repo.git_dir
+    if "extensions.refstorage" in settings or os.path.exists(os.path.join(git_dir, "commondir")):
+        return None
+    try:
+        with open(os.path.join(git_dir, *ref.split("/")), "rb") as handle:
+            loose: bytes | None = handle.read(200)
+    except FileNotFoundError:
+        loose = None
+    except OSError:
+        return None
+    if loose is not None:
+        return _object_name(loose.rstrip(b"\n"))
+    try:
+        with open(os.path.join(git_dir, "packed-refs"), "rb") as handle:
+            packed = handle.read()
+    except OSError:
+        return None
+    wanted = b" " + os.fsencode(ref)
+    for line in packed.split(b"\n"):
+        if line.endswith(wanted) and not line.startswith((b"#", b"^")):
+            return _object_name(line[: -len(wanted)])
+    return None
+
+
+def _object_name(text: bytes) -> str | None:
+    """`text` when it is a full object name (SHA-1 or SHA-256 hex), else None."""
+    if len(text) in (40, 64) and not text.strip(b"0123456789abcdef"):
+        return text.decode("ascii")
+    return None
 
 
 def require_repository(path: Path) -> Repository:
@@ -581,6 +616,8 @@ def _follow_in_users_index(
     would refuse the real index while we hold index.lock), which then replaces the index."""
     copy = os.path.join(scratch, "user-index")
     if index_lock.index.exists():
+        import shutil  # here: an idle sync, a read or a write never loads it (nor the compressors it loads)
+
         shutil.copyfile(index_lock.index, copy)
     proc = staged.apply(repo, {"GIT_INDEX_FILE": copy})
     if proc.returncode == 0 and not os.path.exists(copy):

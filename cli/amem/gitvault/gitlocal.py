@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from ..atomicfile import process_alive
 FOLDER = "amem"
 #: The first bytes of an `index.lock` that amem holds; the pid follows, then a newline.
 LOCK_MARK = b"amem index lock, pid "
-_LEFTOVER = re.compile(r"^(?:scratch|lock)-(?P<pid>\d+)-[0-9a-f]+$")
+_LEFTOVER = r"^(?:scratch|lock)-(?P<pid>\d+)-[0-9a-f]+$"
 
 
 def private_folder(git_dir: Path) -> Path:
@@ -40,6 +39,8 @@ def scratch_folder(git_dir: Path) -> Iterator[str]:
     try:
         yield str(path)
     finally:
+        import shutil  # here: a sync with nothing to merge makes no scratch folder, and loads no shutil
+
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -113,11 +114,13 @@ def clear_leftovers(git_dir: Path) -> None:
     folder = git_dir / FOLDER
     with contextlib.suppress(OSError):
         for name in os.listdir(folder):
-            match = _LEFTOVER.match(name)
+            match = re.match(_LEFTOVER, name)
             if match is None or process_alive(int(match.group("pid"))):
                 continue
             path = folder / name
             if path.is_dir() and not path.is_symlink():
+                import shutil
+
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 with contextlib.suppress(OSError):

@@ -651,6 +651,29 @@ class VaultIndex:
             )
         ]
 
+    def has_conflict_copy(self, note_id: str) -> bool | None:
+        """Whether a conflict copy of the note lies beside it (see notes.conflicts), as the index last saw
+        the note's folder: one lookup where listing the folder reads every name in it. None when the index
+        does not hold the note (one in an excluded folder, say), and so cannot tell."""
+        from ..notes.conflicts import copy_prefix, is_copy_of
+
+        folder, _, name = note_id.rpartition("/")
+        prefix = f"{folder}/{copy_prefix(name)}" if folder else copy_prefix(name)
+        # The ids that start with the prefix: a range of the ids' own index (U+10FFFF sorts after any
+        # character, and UTF-8 keeps code points' order under SQLite's binary collation).
+        ids = [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT id FROM notes WHERE id = ? OR (id >= ? AND id < ?)", (note_id, prefix, prefix + "\U0010ffff")
+            )
+        ]
+        if note_id not in ids:
+            return None
+        return any(
+            other != note_id and "/" not in other[len(prefix) :] and is_copy_of(other.rpartition("/")[2], name)
+            for other in ids
+        )
+
     def stats(self) -> dict[str, int]:
         """{notes, terms, bytes}: the notes indexed (readable ones), the search terms, the database's size."""
         conn = self.conn

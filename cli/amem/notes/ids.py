@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
@@ -16,16 +15,32 @@ from ..output import quote
 if TYPE_CHECKING:
     from ..config import Config
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# String tests where patterns were (`^[A-Za-z]:`, `[\x00-\x1f\x7f]`, `^\.[A-Za-z][A-Za-z0-9]*$`): every
+# command checks an id, and compiling the three cost more than the checks (test_notes.py holds them equal).
+def _is_drive(text: str) -> bool:
+    """`^[A-Za-z]:`: a Windows drive path."""
+    return len(text) >= 2 and text[1] == ":" and text[0].isascii() and text[0].isalpha()
+
+
+def _has_control(text: str) -> bool:
+    r"""`[\x00-\x1f\x7f]`: a control character (the loop only for text that is not all printable)."""
+    return not text.isprintable() and any(c < " " or c == "\x7f" for c in text)
+
+
+def _is_type_suffix(suffix: str) -> bool:
+    r"""`^\.[A-Za-z][A-Za-z0-9]*$` (`$` also before a final newline): a suffix that reads as a file type."""
+    body = suffix[1:-1] if suffix.endswith("\n") else suffix[1:]
+    return suffix.startswith(".") and body.isascii() and body[:1].isalpha() and body.isalnum()
+
+
 #: Folders that scans never index, so a note must never be written there (other programs keep their
 #: configuration in them, and `search` could never find it).
 NEVER_INDEXED = frozenset({".git", "node_modules", ".obsidian"})
 #: The longest file name (in UTF-8 bytes) and path the common file systems accept.
 NAME_MAX = 255
 PATH_MAX = 4095
-#: A suffix that reads as a file type (".txt", ".png"); "v1.2" or "2026.11.29" have none.
-_TYPE_SUFFIX = re.compile(r"^\.[A-Za-z][A-Za-z0-9]*$")
+#: A suffix that reads as a file type (".txt", ".png"): see _is_type_suffix; "v1.2" or "2026.11.29" have none.
 
 
 class NoteRef(NamedTuple):
@@ -62,7 +77,7 @@ def _refuse_characters(raw_id: str | None) -> None:
         raise InvalidId("invalid note id: the id is empty")
     if "\x00" in raw_id:
         raise InvalidId("invalid note id: it contains a NUL character")
-    if _CONTROL.search(raw_id):
+    if _has_control(raw_id):
         raise InvalidId(f"invalid note id {quote(raw_id)}: it contains a control character (newline, tab…)")
     if "\\" in raw_id:
         raise InvalidId(f"invalid note id {quote(raw_id)}: use / as the separator, not a backslash")
@@ -72,7 +87,7 @@ def _refuse_places(raw_id: str) -> None:
     """Absolute and drive paths, ids longer than a path may be, and folders."""
     if raw_id.startswith("/") or raw_id.startswith("~"):
         raise InvalidId("invalid note id: it must be relative to the vault, not an absolute path")
-    if _DRIVE.match(raw_id):
+    if _is_drive(raw_id):
         raise InvalidId("invalid note id: it must be relative to the vault, not a drive path")
     if len(raw_id) > PATH_MAX:
         raise InvalidId(f"invalid note id: it is longer than file systems allow ({len(raw_id)} characters)")
@@ -95,7 +110,7 @@ def _with_extension(raw_id: str, normal: str, name: str, extensions: tuple[str, 
     suffix = os.path.splitext(name)[1]
     if suffix.lower() in (ext.lower() for ext in extensions):
         return normal
-    if suffix and _TYPE_SUFFIX.match(suffix):
+    if suffix and _is_type_suffix(suffix):
         allowed = ", ".join(extensions)
         raise InvalidId(f"invalid note id {quote(raw_id)}: notes end in {allowed}, not {suffix}")
     return normal + extensions[0]
@@ -107,9 +122,9 @@ def normalise_prefix(raw: str) -> str:
     vault (a `..` segment, a drive path, `~`) or holds NUL or a control character, rather than an
     empty answer that hides the mistake."""
     prefix = raw.replace("\\", "/").strip()
-    if _CONTROL.search(prefix):
+    if _has_control(prefix):
         raise InvalidId(f"invalid folder {quote(raw)}: it contains a control character (NUL, newline, tab…)")
-    if _DRIVE.match(prefix) or prefix.startswith("~"):
+    if _is_drive(prefix) or prefix.startswith("~"):
         raise InvalidId(f"invalid folder {quote(raw)}: it must be relative to the vault, not a host path")
     if ".." in prefix.split("/"):
         raise InvalidId(f"invalid folder {quote(raw)}: a `..` segment could leave the vault")

@@ -11,12 +11,49 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 from urllib.parse import unquote
 
-_FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
-_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
-#: _LINK for text with no `![[`: starting with a literal, the engine skips to each `[[` in C (ten times
-#: as fast over a note as the optional `!` lets it be).
-_PLAIN_LINK = re.compile(r"\[\[([^\[\]\n]*?)\]\]")
-_BACKTICKS = re.compile(r"`+")
+#: [text](destination "title"): the destination bare (no spaces, balanced parentheses one deep) or in <>.
+_MD_LINK_SOURCE = (
+    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\([ \t]*"
+    r"(<[^<>\n]*>|(?:[^\s()<>]|\([^\s()]*\))+)"
+    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
+)
+
+
+class _Patterns:
+    """The module's patterns, each compiled on its first use (then an attribute like any other): a note
+    compiles only those of what it holds, where compiling all seven cost a read of one note a millisecond."""
+
+    #: name → source
+    SOURCES = {  # noqa: RUF012 (read only)
+        "fence_open": r"^( {0,3})(`{3,}|~{3,})(.*)$",
+        "link": r"(!?)\[\[([^\[\]\n]*?)\]\]",
+        # `link` for text with no `![[`: starting with a literal, the engine skips to each `[[` in C (ten
+        # times as fast over a note as the optional `!` lets it be).
+        "plain_link": r"\[\[([^\[\]\n]*?)\]\]",
+        "backticks": r"`+",
+        "md_link": _MD_LINK_SOURCE,
+        # `md_link` for text with no `![`, starting with a literal (see plain_link).
+        "plain_md_link": _MD_LINK_SOURCE.removeprefix("(!?)"),
+        "scheme": r"[A-Za-z][A-Za-z0-9+.-]*:",
+    }
+
+    def __getattr__(self, name: str) -> re.Pattern[str]:
+        if name not in self.SOURCES:
+            raise AttributeError(name)
+        pattern = re.compile(self.SOURCES[name])
+        setattr(self, name, pattern)
+        return pattern
+
+    fence_open: re.Pattern[str]
+    link: re.Pattern[str]
+    plain_link: re.Pattern[str]
+    backticks: re.Pattern[str]
+    md_link: re.Pattern[str]
+    plain_md_link: re.Pattern[str]
+    scheme: re.Pattern[str]
+
+
+_P = _Patterns()
 _INDENTED_CODE = ("    ", "\t")
 
 
@@ -103,7 +140,11 @@ def _prose_with_breaks(body: str) -> Iterator[tuple[int, str] | None]:
             yield None  # a line of an indented code block; the block runs on until a line that is not
             continue
         may_indent = False
-        match = _FENCE_OPEN.match(line)
+        # A fence opens with ``` or ~~~ after at most 3 spaces: only such a line is given to the pattern.
+        opening = line.lstrip(" ")
+        match = (
+            _P.fence_open.match(line) if opening.startswith(("```", "~~~")) and len(line) - len(opening) <= 3 else None
+        )
         if match and not (match.group(2)[0] == "`" and "`" in match.group(3)):
             fence_char, fence_len = match.group(2)[0], len(match.group(2))
             yield None
@@ -116,7 +157,7 @@ def strip_code_spans(text: str) -> str:
     spaces, keeping line breaks, so that every other character stays at its offset."""
     out: list[str] = []
     pos = 0
-    runs = list(_BACKTICKS.finditer(text))
+    runs = list(_P.backticks.finditer(text))
     i = 0
     while i < len(runs):
         opening = runs[i]
@@ -211,7 +252,7 @@ def _spans_in_text(
 def _wiki_spans(text: str, shift: int) -> Iterator[LinkSpan]:
     # Each distinct link text is parsed once, and shared: a note may write the same link a million times.
     parsed: dict[tuple[str, str], tuple[Link, int, int]] = {}
-    for match in _LINK.finditer(text):
+    for match in _P.link.finditer(text):
         embed, inner = match.group(1, 2)
         known = parsed.get((embed, inner))
         if known is None:
@@ -261,16 +302,6 @@ def frontmatter_spans(block: str) -> list[LinkSpan]:
 
 # --- Markdown links ---------------------------------------------------------------------------------
 
-#: [text](destination "title"): the destination bare (no spaces, balanced parentheses one deep) or in <>.
-_MD_LINK = re.compile(
-    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\([ \t]*"
-    r"(<[^<>\n]*>|(?:[^\s()<>]|\([^\s()]*\))+)"
-    r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?[ \t]*\)"
-)
-#: _MD_LINK for text with no `![`, starting with a literal (see _PLAIN_LINK).
-_PLAIN_MD_LINK = re.compile(_MD_LINK.pattern.removeprefix("(!?)"))
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-
 
 def markdown_spans(text: str, extensions: tuple[str, ...]) -> list[LinkSpan]:
     """The Markdown links in `text` that can name a note (see `iter_markdown_spans`)."""
@@ -283,7 +314,7 @@ def iter_markdown_spans(text: str, extensions: tuple[str, ...]) -> Iterator[Link
     target is the path as written with %XX decoded; target_start/target_end bound that path as written
     (inside the <> of the pointed form), the #fragment left out."""
     parsed: dict[tuple[str, str, str], Link | None] = {}  # each distinct link parsed once
-    for match in _MD_LINK.finditer(text):
+    for match in _P.md_link.finditer(text):
         raw = match.group(3)
         start = match.start(3)
         if raw.startswith("<"):
@@ -299,7 +330,7 @@ def iter_markdown_spans(text: str, extensions: tuple[str, ...]) -> Iterator[Link
 
 def _markdown_link(raw: str, embed: bool, text: str, extensions: tuple[str, ...]) -> Link | None:
     path, hash_sep, fragment = raw.partition("#")
-    if not path or _SCHEME.match(path) or path.endswith("/"):
+    if not path or _P.scheme.match(path) or path.endswith("/"):
         return None
     decoded = unquote(path)
     if not _names_a_note(decoded, embed, extensions):
@@ -372,18 +403,31 @@ def note_links(frontmatter_text: str | None, body: str, extensions: tuple[str, .
     return link_census(frontmatter_text, body, extensions, limit=None).listed
 
 
-class LinkCensus(NamedTuple):
-    #: the note's links in order, the first `limit` of them
-    listed: list[Link]
-    #: each distinct link once, in the order first written
-    distinct: list[Link]
-    #: how many links the note holds
-    total: int
-    #: how many times each of `distinct` is written, in the same order
-    counts: tuple[int, ...] = ()
-    #: the line (from 0) where each of `distinct` is first written, in the same order: in the frontmatter
-    #: block for a frontmatter link, else in the body
-    lines: tuple[int, ...] = ()
+class LinkCensus:
+    """What `link_census` finds of a note's links. A plain class rather than a NamedTuple: every read and
+    write pays for defining each NamedTuple it imports."""
+
+    __slots__ = ("listed", "distinct", "total", "counts", "lines")
+
+    def __init__(
+        self,
+        listed: list[Link],
+        distinct: list[Link],
+        total: int,
+        counts: tuple[int, ...] = (),
+        lines: tuple[int, ...] = (),
+    ) -> None:
+        #: the note's links in order, the first `limit` of them
+        self.listed = listed
+        #: each distinct link once, in the order first written
+        self.distinct = distinct
+        #: how many links the note holds
+        self.total = total
+        #: how many times each of `distinct` is written, in the same order
+        self.counts = counts
+        #: the line (from 0) where each of `distinct` is first written, in the same order: in the
+        #: frontmatter block for a frontmatter link, else in the body
+        self.lines = lines
 
 
 #: A distinct link as the census first meets it: where (the order first written), the link, its line.
@@ -522,10 +566,10 @@ def _wiki_places(piece: str) -> dict[tuple[str, ...], int]:
     link pattern itself (a text search would find `[[a]]` inside an earlier `![[a]]`)."""
     places: dict[tuple[str, ...], int] = {}
     if "![[" in piece:
-        for match in _LINK.finditer(piece):
+        for match in _P.link.finditer(piece):
             places.setdefault(("w", *match.group(1, 2)), match.start())
     else:
-        for match in _PLAIN_LINK.finditer(piece):
+        for match in _P.plain_link.finditer(piece):
             places.setdefault(("w", "", match.group(1)), match.start())
     return places
 
@@ -534,10 +578,10 @@ def _markdown_places(piece: str) -> dict[tuple[str, ...], int]:
     """Where each distinct Markdown link of `piece` is first written, by its `_count_links` key."""
     places: dict[tuple[str, ...], int] = {}
     if "![" in piece:
-        for match in _MD_LINK.finditer(piece):
+        for match in _P.md_link.finditer(piece):
             places.setdefault(("m", *match.group(1, 2, 3)), match.start())
     else:
-        for match in _PLAIN_MD_LINK.finditer(piece):
+        for match in _P.plain_md_link.finditer(piece):
             places.setdefault(("m", "", *match.group(1, 2)), match.start())
     return places
 
@@ -545,15 +589,15 @@ def _markdown_places(piece: str) -> dict[tuple[str, ...], int]:
 def _wiki_counts(piece: str) -> dict[tuple[str, str], int]:
     """(embed mark, inner text) of each distinct [[link]] in `piece`, and how many times it is written."""
     if "![[" in piece:
-        return Counter(_LINK.findall(piece))
-    return {("", inner): count for inner, count in Counter(_PLAIN_LINK.findall(piece)).items()}
+        return Counter(_P.link.findall(piece))
+    return {("", inner): count for inner, count in Counter(_P.plain_link.findall(piece)).items()}
 
 
 def _markdown_counts(piece: str) -> dict[tuple[str, str, str], int]:
     """(embed mark, label, destination) of each distinct Markdown link in `piece`, and its count."""
     if "![" in piece:
-        return Counter(_MD_LINK.findall(piece))
-    return {("", label, raw): count for (label, raw), count in Counter(_PLAIN_MD_LINK.findall(piece)).items()}
+        return Counter(_P.md_link.findall(piece))
+    return {("", label, raw): count for (label, raw), count in Counter(_P.plain_md_link.findall(piece)).items()}
 
 
 def _line_chunks(text: str) -> Iterator[tuple[int, str]]:

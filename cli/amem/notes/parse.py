@@ -50,7 +50,8 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return value.isoformat() if isinstance(value, date | datetime) else text
 
 
-_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$")
+#: A `# ` heading line (compiled by re on first use: most notes' title is in their frontmatter).
+_HEADING = r"^#[ \t]+(.+?)[ \t#]*$"
 
 
 def version_of(data: bytes) -> str:
@@ -185,7 +186,7 @@ def note_title(frontmatter: dict[str, Any], body: str, note_id: str) -> str:
     from .links import prose_lines
 
     for line in prose_lines(body):
-        match = _HEADING.match(line)
+        match = re.match(_HEADING, line) if line.startswith("#") else None
         if match:
             return match.group(1).strip()
     name = note_id.rsplit("/", 1)[-1]

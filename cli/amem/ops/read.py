@@ -6,7 +6,7 @@ import functools
 import os
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import IoError, NotFound
 from ..index.attached import Attachments
@@ -97,9 +97,15 @@ def _link_record(link: Link, resolved: str | None, attachment: str | None) -> di
     return record
 
 
-class _Node(NamedTuple):
-    record: dict[str, Any]
-    targets: list[str]
+class _Node:
+    """A note's record and the notes its links resolve to (a plain class: a NamedTuple costs each read its
+    definition)."""
+
+    __slots__ = ("record", "targets")
+
+    def __init__(self, record: dict[str, Any], targets: list[str]) -> None:
+        self.record = record
+        self.targets = targets
 
 
 def _tree(
@@ -162,7 +168,7 @@ def read_note(
     named: dict[str, Any] = {}
     index = VaultIndex(config)
     try:
-        resolve, resolver, incomplete = _how_links_resolve(index, reporter)
+        resolve, resolver, incomplete, current = _how_links_resolve(index, reporter)
         if loaded is None:
             ref, named = _by_name(config, index, resolver, raw_id, missing)
             loaded = _load(ref)
@@ -173,6 +179,10 @@ def read_note(
         if mark_seen and last != order[0]["version"]:  # a read of what was seen already writes nothing
             index.mark_seen(ref.id, order[0]["version"])
         backlinks = index.backlinks(ref.id)
+        # A sync that met two different overwrites left the other machine's version beside the note: the
+        # index knows when this read brought it up to date (not while another process refreshes it) and
+        # holds the note.
+        conflict = index.has_conflict_copy(ref.id) if current else None
     finally:
         index.close()
     bounds: dict[str, Any] = {}
@@ -195,8 +205,7 @@ def read_note(
         "version": record["version"],
         "mtime": from_epoch(st.st_mtime, config.tz),
         "modifiedExternally": last is not None and last != record["version"],
-        # A sync that met two different overwrites left the other machine's version beside the note.
-        "conflict": has_conflict_copy(ref.path),
+        "conflict": has_conflict_copy(ref.path) if conflict is None else conflict,
         **bounds,
     }
     if incomplete:
@@ -218,14 +227,15 @@ def _by_name(
     return resolve_note(config, note_id), name_fields(name, alternatives)
 
 
-def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, LinkResolver | None, bool]:
+def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, LinkResolver | None, bool, bool]:
     """Refresh the index (never waiting for another process's refresh) and say how links resolve: by the
     index (its LinkResolver left to the caller to make, None: a read by id needs none), or, while another
     process's build has left it half done, by the ids of a listing of the vault, with the LinkResolver's
-    rules; True then, for the backlinks only the finished index can know."""
+    rules; True then, for the backlinks only the finished index can know. Last, whether this refresh ran
+    (the index is current), rather than finding another process's under way."""
     stats = index.refresh(thorough=False)
     if not stats.busy or index.complete():
-        return index.resolve, None, False
+        return index.resolve, None, False, not stats.busy
     from ..index.scan import scan_vault
     from ..notes.links import resolve_stored
 
@@ -234,4 +244,4 @@ def _how_links_resolve(index: VaultIndex, reporter: Reporter) -> tuple[Resolve, 
         "and backlinks lists only the notes indexed so far (incomplete)"
     )
     resolver = LinkResolver(scan_vault(index.config).files, index.config.extensions)
-    return functools.partial(resolve_stored, resolver), resolver, True
+    return functools.partial(resolve_stored, resolver), resolver, True, False

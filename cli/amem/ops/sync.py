@@ -19,7 +19,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GitError
 from ..gitvault.git import (
@@ -33,6 +33,7 @@ from ..gitvault.git import (
     _stderr,
     find_repository,
     head_commit,
+    stored_ref,
 )
 from ..report import Reporter
 from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes
@@ -45,7 +46,7 @@ PUSH_ATTEMPTS = 5
 ATTRIBUTES_FILE = ".gitattributes"
 
 
-# Plain classes and NamedTuples rather than dataclasses: a sync would pay for the dataclasses module.
+# Plain classes rather than dataclasses or NamedTuples: a sync would pay for defining them.
 class SyncOutcome:
     def __init__(self, remote: str) -> None:
         self.remote = remote
@@ -65,22 +66,37 @@ class SyncOutcome:
         }
 
 
-class _Place(NamedTuple):
-    """Where the vault is in its repository and what it syncs with."""
+class _Place:
+    """Where the vault is in its repository and what it syncs with. (Plain classes rather than NamedTuples:
+    an idle sync would pay for defining each.)"""
 
-    repo: Repository
-    #: The vault's folder relative to the repository's top ('' when the vault is the whole repository).
-    folder: str
-    branch: str
-    remote: str
-    #: The remote's branch (`refs/heads/...`) and our copy of it (`refs/remotes/<remote>/...`).
-    remote_ref: str
-    tracking_ref: str
-    settings: dict[str, str]
-    #: HEAD's commit when the sync started (None before the first commit), and whether the vault's
-    #: files had changes to commit.
-    head: str | None = None
-    pending: bool = False
+    __slots__ = ("repo", "folder", "branch", "remote", "remote_ref", "tracking_ref", "settings", "head", "pending")
+
+    def __init__(
+        self,
+        repo: Repository,
+        folder: str,
+        branch: str,
+        remote: str,
+        remote_ref: str,
+        tracking_ref: str,
+        settings: dict[str, str],
+        head: str | None = None,
+        pending: bool = False,
+    ) -> None:
+        self.repo = repo
+        #: The vault's folder relative to the repository's top ('' when the vault is the whole repository).
+        self.folder = folder
+        self.branch = branch
+        self.remote = remote
+        #: The remote's branch (`refs/heads/...`) and our copy of it (`refs/remotes/<remote>/...`).
+        self.remote_ref = remote_ref
+        self.tracking_ref = tracking_ref
+        self.settings = settings
+        #: HEAD's commit when the sync started (None before the first commit), and whether the vault's
+        #: files had changes to commit.
+        self.head = head
+        self.pending = pending
 
     @property
     def pathspec(self) -> str:
@@ -325,8 +341,10 @@ def _index_follows(
 # --- fetching, integrating, pushing -----------------------------------------------------------------
 
 
-def _fetch(place: _Place) -> str | None:
-    """Fetch the remote's branch into its tracking ref; its commit, or None when the remote has no such branch."""
+def _fetch(place: _Place, head: str | None) -> str | None:
+    """Fetch the remote's branch into its tracking ref; its commit, or None when the remote has no such branch.
+    `head` is the local branch's commit: a remote that holds just that (nothing to pull) is seen in the
+    tracking ref's file, without one more git process."""
     refspec = f"+{place.remote_ref}:{place.tracking_ref}"
     # No automatic maintenance in the fetch: it is one more git process in every sync, and a sync that
     # brought in or made nothing has nothing new for it; `_maintain` runs it after a sync that did.
@@ -336,6 +354,8 @@ def _fetch(place: _Place) -> str | None:
         if "couldn't find remote ref" in _stderr(proc):
             return None
         raise GitError(_hide_url(place, f"git fetch failed: {_problem(proc)}"))
+    if head is not None and stored_ref(place.repo, place.tracking_ref, place.settings) == head:
+        return head  # HEAD's commit: a commit, as `^{commit}` asks
     return _out(_run(["rev-parse", "--verify", "--quiet", f"{place.tracking_ref}^{{commit}}"], place.repo.top))
 
 
@@ -352,10 +372,13 @@ def _changed(repo: Repository, old: str | None, new: str, spec: str) -> list[str
     return [os.fsdecode(name) for name in raw.split(b"\0") if name]
 
 
-class _Merge(NamedTuple):
-    commit: str
-    #: The notes (repository paths) whose remote version was kept beside them as a conflict copy.
-    conflicted: list[str]
+class _Merge:
+    __slots__ = ("commit", "conflicted")
+
+    def __init__(self, commit: str, conflicted: list[str]) -> None:
+        self.commit = commit
+        #: The notes (repository paths) whose remote version was kept beside them as a conflict copy.
+        self.conflicted = conflicted
 
 
 _NO_ENTRY = "0" * 40
@@ -677,7 +700,7 @@ def sync_vault(
     for attempt in range(PUSH_ATTEMPTS):
         if attempt:
             head = head_commit(repo)
-        theirs = _fetch(place)
+        theirs = _fetch(place, head)
         new, local = _integrate(config, place, reporter, head, theirs, outcome, conflicted)
         if local is not None:
             start = local  # committed here before the pull: ours, not pulled
