@@ -534,7 +534,7 @@ class VaultIndex:
             fold=snapshot and diff.known is None and diff.snapshot_stale,
         )
         try:
-            for number, batch in enumerate(batches):
+            for number, batch in enumerate(work.ordered(batches)):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     if number == 0:

@@ -28,6 +28,22 @@ if TYPE_CHECKING:
 #: Notes a worker sends at once: large enough that a pickle's overhead is small, small enough that
 #: the refresh waits little for the first.
 CHUNK = 100
+#: The worker's output pipe is widened to this (Linux), so that it reads on while the refresh writes
+#: a batch or reads notes of its own: about three chunks of genvault notes.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(stream: IO[bytes]) -> None:
+    """Make the pipe under `stream` hold up to PIPE_BYTES (where the system allows it)."""
+    try:
+        import fcntl
+    except ImportError:  # not on this system: the pipe stays as it is
+        return
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is None:
+        return
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(stream.fileno(), set_size, PIPE_BYTES)
 
 
 class NoteRow(NamedTuple):
@@ -201,7 +217,8 @@ class WorkerReads:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-            assert self._proc.stdin is not None
+            assert self._proc.stdin is not None and self._proc.stdout is not None
+            _widen(self._proc.stdout)
             # All at once, then closed: the worker reads every request before it writes a result, so
             # neither side can wait on the other.
             pickle.dump((how, list(notes)), self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
@@ -222,6 +239,19 @@ class WorkerReads:
                 note = read_note(self.how, note_id, stat)
             found.append(note)
         return found
+
+    def ready(self) -> bool:
+        """Whether notes the worker read are at hand without waiting (or it is gone: nothing to wait
+        for). A hint, no promise: a chunk may be half written."""
+        if self._ahead or self._proc is None:
+            return True
+        import select
+
+        assert self._proc.stdout is not None
+        try:
+            return bool(select.select([self._proc.stdout], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
 
     def _receive(self) -> list[ReadNote]:
         import pickle
