@@ -442,3 +442,22 @@ def test_a_cold_build_killed_with_its_worker_running_leaves_no_worker_behind(vau
     run_amem(tmp_path, vault, cache, "index")
     run_amem(tmp_path, vault, fresh, "index")
     assert index_dump(cache) == index_dump(fresh)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]), min_size=1)
+            | st.sampled_from(["caf\udce9.md", "a/\udcff b.md"]),  # names that are not UTF-8, as os.scandir gives them
+            st.tuples(st.integers(0, 2**62), st.integers(0, 2**40)),
+        ),
+        max_size=250,
+    )
+)
+def test_the_notes_a_worker_receives_packed_are_the_notes_given(notes: list[tuple[str, tuple[int, int]]]) -> None:
+    from amem.index.note_reader import CHUNK, pack, unpacked
+
+    chunks = list(unpacked(*pack(notes)))
+    assert [note for chunk in chunks for note in chunk] == notes
+    assert all(len(chunk) == CHUNK for chunk in chunks[:-1])

@@ -91,7 +91,7 @@ class _Batch:
             self.conn.execute(_KEPT_SEARCH)
             self.conn.execute("DELETE FROM temp.kept_search")
             if len(ids) >= WORKER_FROM:
-                self._worker = WorkerReads(self.reading, [(note_id, scan.files[note_id]) for note_id in ids])
+                self._worker = WorkerReads(self.reading, ((note_id, scan.files[note_id]) for note_id in ids))
 
     def ordered(self, batches: list[list[str]]) -> Iterator[list[str]]:
         """The batches in the order to write them. With a worker reading ahead from the first, this process
@@ -202,7 +202,7 @@ class _Batch:
         kept: list[tuple[int, str, str, str]] = []
         for note in self._reads(batch):
             note_id = note.row.id
-            self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
+            self.scan.restate(note_id, (note.row.mtime_ns, note.row.size))  # what is stored, for the snapshot
             readable = note.row.problem is None
             old = known.get(note_id)
             if old is None:
@@ -478,6 +478,8 @@ class CompactResolver(LinkResolver):
     def _entries(self, note_id: str) -> Iterator[tuple[dict[str, str | list[str]], str]]:
         exact, suffix, basename = self._tables
         key = link_key(note_id)
+        if key == note_id:
+            key = note_id  # the id itself, not a copy of it (most ids are their own key)
         yield exact, key
         parts = key.split("/")
         for start in range(1, len(parts)):
