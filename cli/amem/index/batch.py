@@ -239,6 +239,11 @@ class _Batch:
             for note_id in added:
                 self._memory.add(note_id)
         self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
+        if self.cold and self._cold_left <= 0:
+            # Every link is resolved: the resolver of every note and its memo go before the snapshot is
+            # stored and the second pass starts (a third of a big build's memory).
+            self._memory = None
+            self._resolved = {}
 
     def _keep_search(self, kept: list[tuple[int, str, str, str]]) -> None:
         """Keep a cold build's search fields for its second pass; after its last batch, stop its worker."""
@@ -329,6 +334,8 @@ class _Batch:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             resolved,
         )
+        if self.cold:
+            return dirty  # no note of a cold build has a search row to mark (see _mark_backlinks)
         new_targets: dict[int, set[str]] = {}
         for src, _, _, _, _, target, *_ in resolved:
             if target:
@@ -363,7 +370,11 @@ class _Batch:
         return moved
 
     def _mark_backlinks(self, dirty: set[str]) -> None:
-        """Notes whose linking notes changed: their search row's backlinks field is to be rewritten."""
+        """Notes whose linking notes changed: their search row's backlinks field is to be rewritten. None
+        in a cold build: every note it stores has its search row still to write (or none, unreadable);
+        and the statements of its many lists of ids would fill SQLite's statement cache for nothing."""
+        if self.cold:
+            return
         run_in(
             self.conn, "UPDATE notes SET search = 2 WHERE search = 0 AND problem IS NULL AND id IN ({})", sorted(dirty)
         )
