@@ -192,10 +192,7 @@ class _Batch:
         keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
         added: list[str] = []
         new_rows: list[tuple[Any, ...]] = []
-        if self.cold:
-            next_rowid = self._first_rowid
-        else:
-            next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
+        next_rowid = self._first_new_rowid()
         tag_rows: list[tuple[int, str]] = []
         alias_rows: list[tuple[int, str]] = []
         link_rows: list[tuple[int, int, str, int, int, int]] = []
@@ -239,11 +236,21 @@ class _Batch:
             for note_id in added:
                 self._memory.add(note_id)
         self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
+        self._cold_links_done()
+
+    def _cold_links_done(self) -> None:
+        """After a cold build's last batch every link is resolved: the resolver of every note and its memo
+        go before the snapshot is stored and the second pass starts (a third of a big build's memory)."""
         if self.cold and self._cold_left <= 0:
-            # Every link is resolved: the resolver of every note and its memo go before the snapshot is
-            # stored and the second pass starts (a third of a big build's memory).
             self._memory = None
             self._resolved = {}
+
+    def _first_new_rowid(self) -> int:
+        """The rowid of the batch's first new note: in a cold build, its place in the scan's order (see
+        `ordered`); else after the last one stored."""
+        if self.cold:
+            return self._first_rowid
+        return int(self.conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
 
     def _keep_search(self, kept: list[tuple[int, str, str, str]]) -> None:
         """Keep a cold build's search fields for its second pass; after its last batch, stop its worker."""
