@@ -323,6 +323,72 @@ def stored_notes(cache: Path) -> int:
         return 0
 
 
+def rowids(cache: Path) -> list[tuple[int, str]]:
+    found = list(cache.rglob("index.sqlite"))
+    conn = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT rowid, id FROM notes ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("pattern", ["worker at hand", "worker never at hand", "worker at hand one time in three"])
+def test_a_cold_build_with_its_worker_equals_one_without_it_whichever_process_reads_which_notes(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str
+) -> None:
+    from amem.config import load_config
+    from amem.index import batch, note_reader
+    from amem.index.index import VaultIndex
+    from amem.index.note_reader import WorkerReads
+
+    every = big_vault(vault, 2400)
+    # Link targets that cannot be indexed, in the batches read from the end as well as from the start.
+    for note_id in every[::97]:
+        (vault / note_id).write_bytes(b"\xff\xfe not UTF-8 [[alpha-1]]")
+    answers = {
+        "worker at hand": [True],
+        "worker never at hand": [False],
+        "worker at hand one time in three": [True, False, False],
+    }[pattern]
+    asked = Counter[bool]()
+    read_here = Counter[str]()
+
+    def ready(self: WorkerReads) -> bool:
+        answer = answers[sum(asked.values()) % len(answers)]
+        asked[answer] += 1
+        return answer
+
+    real_read = note_reader.read_note
+
+    def counting(how: Any, note_id: str, stat: tuple[int, int]) -> Any:
+        read_here[note_id] += 1
+        return real_read(how, note_id, stat)
+
+    def build(cache: Path, worker_from: int) -> None:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+        monkeypatch.setattr(batch, "WORKER_FROM", worker_from)
+        index = VaultIndex(load_config())
+        try:
+            assert index.refresh().added == len(every)
+        finally:
+            index.close()
+
+    worker_from = batch.WORKER_FROM
+    build(tmp_path / "alone", 10**9)
+    monkeypatch.setattr(WorkerReads, "ready", ready)
+    monkeypatch.setattr(batch, "read_note", counting)
+    build(tmp_path / "with-worker", worker_from)
+    assert index_dump(tmp_path / "with-worker") == index_dump(tmp_path / "alone")
+    assert rowids(tmp_path / "with-worker") == rowids(tmp_path / "alone")  # search ranks ties by rowid
+    assert set(read_here.values()) <= {1}  # none read twice here
+    if pattern == "worker at hand":
+        assert not read_here
+    elif pattern == "worker never at hand":
+        assert len(read_here) > len(every) // 2  # it reads from the end as the worker reads from the start
+    else:
+        assert 0 < len(read_here) < len(every)
+
+
 @pytest.mark.parametrize("when", ["at its start", "half way"])
 def test_a_cold_build_whose_worker_is_killed_carries_on_and_equals_a_build_without_it(
     vault: Path, tmp_path: Path, when: str
@@ -376,3 +442,22 @@ def test_a_cold_build_killed_with_its_worker_running_leaves_no_worker_behind(vau
     run_amem(tmp_path, vault, cache, "index")
     run_amem(tmp_path, vault, fresh, "index")
     assert index_dump(cache) == index_dump(fresh)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(st.characters(blacklist_characters="\0", blacklist_categories=["Cs"]), min_size=1)
+            | st.sampled_from(["caf\udce9.md", "a/\udcff b.md"]),  # names that are not UTF-8, as os.scandir gives them
+            st.tuples(st.integers(0, 2**62), st.integers(0, 2**40)),
+        ),
+        max_size=250,
+    )
+)
+def test_the_notes_a_worker_receives_packed_are_the_notes_given(notes: list[tuple[str, tuple[int, int]]]) -> None:
+    from amem.index.note_reader import CHUNK, pack, unpacked
+
+    chunks = list(unpacked(*pack(notes)))
+    assert [note for chunk in chunks for note in chunk] == notes
+    assert all(len(chunk) == CHUNK for chunk in chunks[:-1])

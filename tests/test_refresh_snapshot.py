@@ -270,3 +270,36 @@ def test_a_search_killed_while_it_refreshes_is_finished_by_the_next_one(tmp_path
     conn.close()
     assert stale == []
     assert ids == {p.relative_to(vault).as_posix() for p in vault.rglob("*.md")}
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_build_stores_its_scans_digest_only_if_no_note_changed_between_the_scan_and_its_read(
+    config: Config, monkeypatch: pytest.MonkeyPatch, changed: bool
+) -> None:
+    from amem.index import index as index_module
+    from amem.index import scan as scan_module
+    from amem.index import snapshot
+
+    vault = Path(config.vault_root)
+    for i in range(300):  # past the bulk threshold: the build's own resolver, as at any size
+        write_file(vault / f"f{i % 7}/note-{i}.md", f"# note {i}\nalpha [[note-{(i * 3) % 300}]]\n")
+    age(vault)
+    scans: list[Any] = []
+    real_scan = scan_module.scan_vault
+
+    def scan_then_edit(config: Config) -> Any:
+        scan = real_scan(config)
+        scans.append(snapshot.scan_sum(scan))
+        if changed:  # after the scan, before the build reads it
+            write_file(vault / "f3/note-3.md", "# note 3\nalpha, longer now than when it was scanned\n")
+        return scan
+
+    monkeypatch.setattr(index_module, "scan_vault", scan_then_edit)
+    index = VaultIndex(config)
+    try:
+        assert index.refresh().added == 300
+        stored = snapshot.stored_sum(index.conn)
+        assert stored == (None if changed else scans[0])
+        assert index.refresh().changed == 0  # what it stored of the edited note is what it read
+    finally:
+        index.close()

@@ -8,7 +8,8 @@ so that any worker process it starts runs the same code. One build of each per r
 interleaved so that each copy meets the same machine; per copy, the median of the rounds: wall seconds,
 user+sys CPU seconds (the build and every process it waited for, and the build's own share: on two free
 cores the wall time cannot fall below the larger of its and its worker's), notes per second (wall), the peak
-of the resident memory of the build and its workers summed (sampled every 10 ms from /proc). The vault
+of the resident memory of the build and its workers summed and of the build alone (sampled every 10 ms
+from /proc). The vault
 is only read. The load average is printed before and after: the machine may be shared.
 """
 
@@ -33,9 +34,10 @@ def load() -> str:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def tree_sample(root: int, cpu: dict[int, float]) -> int:
-    """Resident memory (KiB) of `root` and its descendants, summed; records each one's CPU seconds so
-    far (user+sys) in `cpu`, so that the last sample before a worker ends tells its share."""
+def tree_sample(root: int, cpu: dict[int, float]) -> tuple[int, int]:
+    """Resident memory (KiB) of `root` and its descendants, summed, and of `root` alone; records each
+    one's CPU seconds so far (user+sys) in `cpu`, so that the last sample before a worker ends tells its
+    share."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -59,7 +61,7 @@ def tree_sample(root: int, cpu: dict[int, float]) -> int:
         if pid in times:
             cpu[pid] = max(cpu.get(pid, 0.0), times[pid])
         todo += children.get(pid, [])
-    return total
+    return total, rss.get(root, 0)
 
 
 def build(vault: Path, cli_dir: Path, cache: Path) -> dict[str, float]:
@@ -69,10 +71,11 @@ def build(vault: Path, cli_dir: Path, cache: Path) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "amem", "index"], stdout=subprocess.PIPE, env=env)
-    peak = 0
+    peak = own_peak = 0
     cpu_seen: dict[int, float] = {}
     while proc.poll() is None:
-        peak = max(peak, tree_sample(proc.pid, cpu_seen))
+        total, own = tree_sample(proc.pid, cpu_seen)
+        peak, own_peak = max(peak, total), max(own_peak, own)
         time.sleep(0.01)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -83,7 +86,15 @@ def build(vault: Path, cli_dir: Path, cache: Path) -> dict[str, float]:
     # the larger of the two.
     others = sum(seconds for pid, seconds in cpu_seen.items() if pid != proc.pid)
     main_cpu = cpu - others
-    return {"wall": wall, "cpu": cpu, "main": main_cpu, "rate": notes / wall, "rss": peak / 1024, "notes": notes}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "main": main_cpu,
+        "rate": notes / wall,
+        "rss": peak / 1024,
+        "own_rss": own_peak / 1024,
+        "notes": notes,
+    }
 
 
 def main() -> None:
@@ -102,16 +113,17 @@ def main() -> None:
             results[name].append(found)
             print(
                 f"  round {round_ + 1} {name}: {found['wall']:.1f} s wall, {found['cpu']:.1f} s CPU"
-                f" ({found['main']:.1f} s of it the build's own), peak {found['rss']:.0f} MiB",
+                f" ({found['main']:.1f} s of it the build's own), peak {found['rss']:.0f} MiB"
+                f" ({found['own_rss']:.0f} MiB the build's own)",
                 flush=True,
             )
     head = f"{'median of ' + str(args.runs):16} {'wall s':>8} {'CPU s':>8} {'its own':>8} {'notes/s':>8}"
-    print(f"{head} {'peak RSS':>9}")
+    print(f"{head} {'peak RSS':>9} {'its own':>8}")
     for name, runs in results.items():
         median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         print(
             f"{name:16} {median['wall']:8.1f} {median['cpu']:8.1f} {median['main']:8.1f} {median['rate']:8.0f}"
-            f" {median['rss']:6.0f} MiB"
+            f" {median['rss']:6.0f} MiB {median['own_rss']:4.0f} MiB"
             f"   ({runs[0]['notes']:.0f} notes)"
         )
     print(f"load average after: {load()}", flush=True)

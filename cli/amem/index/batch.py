@@ -3,6 +3,7 @@ the links it resolves again, each step named (`_Batch.write`)."""
 
 from __future__ import annotations
 
+import collections
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -16,7 +17,7 @@ from ..notes.links import (
     resolution_keys,
     resolve_stored,
 )
-from .note_reader import NoteRow, Reading, ReadNote, WorkerReads, read_note, search_fields
+from .note_reader import CHUNK, NoteRow, Reading, ReadNote, WorkerReads, read_note, search_fields
 from .scan import RACY_NS
 from .sql import run_in, select_in
 
@@ -80,13 +81,49 @@ class _Batch:
         self._checked_cold_mark = self.cold
         self.reading = Reading(self.root, self.real_root, self.racy_before, self.config.extensions, self.cold)
         self._worker: WorkerReads | None = None
+        self._here = False  # the batch being written is the last one left, read here, not by the worker
+        self._back: list[str] | None = None  # the last batch left, whose notes this process reads ahead
+        self._kept_back: list[ReadNote] = []  # those notes, read while the worker had none at hand
+        self._first_rowid = 1  # in a cold build, the rowid of the batch's first note (see `ordered`)
         if self.cold:
             self._memory = CompactResolver(ids, self.config.extensions)
             # The search fields a cold build makes as it reads, for its second pass (never read twice).
             self.conn.execute(_KEPT_SEARCH)
             self.conn.execute("DELETE FROM temp.kept_search")
             if len(ids) >= WORKER_FROM:
-                self._worker = WorkerReads(self.reading, [(note_id, scan.files[note_id]) for note_id in ids])
+                self._worker = WorkerReads(self.reading, ((note_id, scan.files[note_id]) for note_id in ids))
+
+    def ordered(self, batches: list[list[str]]) -> Iterator[list[str]]:
+        """The batches in the order to write them. With a worker reading ahead from the first, this process
+        reads the notes of the last batch left whenever the worker has none at hand (here, and between
+        the chunks of a batch in `_reads`), and writes that batch once it has read all of it: neither
+        process waits for the other, and they meet in the middle, however their speeds compare. A cold
+        build's rowids follow the order of `batches` all the same: search ranks ties by rowid, and the
+        index must not depend on which process was the faster."""
+        left: collections.deque[tuple[int, list[str]]] = collections.deque()
+        first = 1
+        for batch in batches:
+            left.append((first, batch))
+            first += len(batch)
+        worker = self._worker
+        while left:
+            kept = len(self._kept_back)
+            self._here = worker is not None and (
+                kept == len(left[-1][1]) or (len(left) == 1 and kept > 0) or not worker.ready()
+            )
+            self._first_rowid, batch = left.pop() if self._here else left.popleft()
+            self._back = left[-1][1] if left and worker is not None else None
+            yield batch
+
+    def _read_back_while_waiting(self) -> None:
+        """Read notes of the last batch left, here, for as long as the worker has none at hand."""
+        back, worker = self._back, self._worker
+        if back is None or worker is None:
+            return
+        kept = self._kept_back
+        while len(kept) < len(back) and not worker.ready():
+            note_id = back[len(kept)]
+            kept.append(read_note(self.reading, note_id, self.scan.files[note_id]))
 
     def resolver(self) -> LinkResolver:
         if not self.bulk:
@@ -155,14 +192,14 @@ class _Batch:
         keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
         added: list[str] = []
         new_rows: list[tuple[Any, ...]] = []
-        next_rowid = (conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
+        next_rowid = self._first_new_rowid()
         tag_rows: list[tuple[int, str]] = []
         alias_rows: list[tuple[int, str]] = []
         link_rows: list[tuple[int, int, str, int, int, int]] = []
         kept: list[tuple[int, str, str, str]] = []
         for note in self._reads(batch):
             note_id = note.row.id
-            self.scan.files[note_id] = (note.row.mtime_ns, note.row.size)  # what is stored, for the snapshot
+            self.scan.restate(note_id, (note.row.mtime_ns, note.row.size))  # what is stored, for the snapshot
             readable = note.row.problem is None
             old = known.get(note_id)
             if old is None:
@@ -199,6 +236,21 @@ class _Batch:
             for note_id in added:
                 self._memory.add(note_id)
         self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
+        self._cold_links_done()
+
+    def _cold_links_done(self) -> None:
+        """After a cold build's last batch every link is resolved: the resolver of every note and its memo
+        go before the snapshot is stored and the second pass starts (a third of a big build's memory)."""
+        if self.cold and self._cold_left <= 0:
+            self._memory = None
+            self._resolved = {}
+
+    def _first_new_rowid(self) -> int:
+        """The rowid of the batch's first new note: in a cold build, its place in the scan's order (see
+        `ordered`); else after the last one stored."""
+        if self.cold:
+            return self._first_rowid
+        return int(self.conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
 
     def _keep_search(self, kept: list[tuple[int, str, str, str]]) -> None:
         """Keep a cold build's search fields for its second pass; after its last batch, stop its worker."""
@@ -257,11 +309,19 @@ class _Batch:
         return known, readable, old_targets
 
     def _reads(self, batch: list[str]) -> list[ReadNote]:
-        """The batch's notes read: by the worker reading ahead of a big cold build, else here."""
+        """The batch's notes read: by the worker reading ahead of a big cold build (and here while it has
+        none at hand, see `ordered`), else here."""
         notes = [(note_id, self.scan.files[note_id]) for note_id in batch]
-        if self._worker is not None:
-            return self._worker.take(notes)
-        return [read_note(self.reading, note_id, stat) for note_id, stat in notes]
+        if self._worker is None:
+            return [read_note(self.reading, note_id, stat) for note_id, stat in notes]
+        if self._here:
+            kept, self._kept_back = self._kept_back, []
+            return kept + [read_note(self.reading, note_id, stat) for note_id, stat in notes[len(kept) :]]
+        found: list[ReadNote] = []
+        for start in range(0, len(notes), CHUNK):
+            self._read_back_while_waiting()
+            found += self._worker.take(notes[start : start + CHUNK])
+        return found
 
     def _store_links(
         self, link_rows: list[tuple[int, int, str, int, int, int]], keys: set[str], old_targets: dict[int, set[str]]
@@ -281,6 +341,8 @@ class _Batch:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             resolved,
         )
+        if self.cold:
+            return dirty  # no note of a cold build has a search row to mark (see _mark_backlinks)
         new_targets: dict[int, set[str]] = {}
         for src, _, _, _, _, target, *_ in resolved:
             if target:
@@ -315,7 +377,11 @@ class _Batch:
         return moved
 
     def _mark_backlinks(self, dirty: set[str]) -> None:
-        """Notes whose linking notes changed: their search row's backlinks field is to be rewritten."""
+        """Notes whose linking notes changed: their search row's backlinks field is to be rewritten. None
+        in a cold build: every note it stores has its search row still to write (or none, unreadable);
+        and the statements of its many lists of ids would fill SQLite's statement cache for nothing."""
+        if self.cold:
+            return
         run_in(
             self.conn, "UPDATE notes SET search = 2 WHERE search = 0 AND problem IS NULL AND id IN ({})", sorted(dirty)
         )
@@ -430,6 +496,8 @@ class CompactResolver(LinkResolver):
     def _entries(self, note_id: str) -> Iterator[tuple[dict[str, str | list[str]], str]]:
         exact, suffix, basename = self._tables
         key = link_key(note_id)
+        if key == note_id:
+            key = note_id  # the id itself, not a copy of it (most ids are their own key)
         yield exact, key
         parts = key.split("/")
         for start in range(1, len(parts)):

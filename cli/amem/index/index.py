@@ -524,17 +524,18 @@ class VaultIndex:
         batches = [diff.to_index[i : i + BATCH] for i in range(0, len(diff.to_index), BATCH)] or [[]]
         progress = self.reporter.progress("indexing", len(diff.to_index))
         work = _Batch(self, scan, stats, bulk=len(diff.to_index) > BULK_RESOLUTION, ids=diff.to_index)
-        touched = {*diff.to_index, *(note_id for _, note_id in diff.removed)}
+        touched = {*diff.to_index, *(note_id for _, note_id in diff.removed), *diff.changed}
         keep = stored.Keeping(
             conn,
             scan,
-            touched | set(diff.changed),
+            touched,
             known=diff.known,
             digest=(diff.digest, diff.scanned) if snapshot and diff.digest is not None else None,
             fold=snapshot and diff.known is None and diff.snapshot_stale,
         )
+        del touched  # what Keeping needs of it, it holds (a cold build's: none)
         try:
-            for number, batch in enumerate(batches):
+            for number, batch in enumerate(work.ordered(batches)):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     if number == 0:

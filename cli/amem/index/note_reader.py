@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, NamedTuple
 
 from ..digest import sha1_hex
@@ -22,12 +22,29 @@ from ..notes.links import alias_keys, link_census, link_key, stored_target
 
 if TYPE_CHECKING:
     import subprocess
+    from array import array
 
     from ..notes.links import LinkCensus
 
 #: Notes a worker sends at once: large enough that a pickle's overhead is small, small enough that
 #: the refresh waits little for the first.
 CHUNK = 100
+#: The worker's output pipe is widened to this (Linux), so that it reads on while the refresh writes
+#: a batch or reads notes of its own: about three chunks of genvault notes.
+PIPE_BYTES = 1 << 20
+
+
+def _widen(stream: IO[bytes]) -> None:
+    """Make the pipe under `stream` hold up to PIPE_BYTES (where the system allows it)."""
+    try:
+        import fcntl
+    except ImportError:  # not on this system: the pipe stays as it is
+        return
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is None:
+        return
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(stream.fileno(), set_size, PIPE_BYTES)
 
 
 class NoteRow(NamedTuple):
@@ -187,7 +204,7 @@ class WorkerReads:
     the next ones. Should the worker die or send anything but what was asked, the notes it did not
     deliver are read here, and the build goes on as it would have without it."""
 
-    def __init__(self, how: Reading, notes: Sequence[tuple[str, tuple[int, int]]]) -> None:
+    def __init__(self, how: Reading, notes: Iterable[tuple[str, tuple[int, int]]]) -> None:
         import pickle  # here: only a big cold build starts a worker
         import subprocess
 
@@ -201,10 +218,12 @@ class WorkerReads:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-            assert self._proc.stdin is not None
+            assert self._proc.stdin is not None and self._proc.stdout is not None
+            _widen(self._proc.stdout)
             # All at once, then closed: the worker reads every request before it writes a result, so
-            # neither side can wait on the other.
-            pickle.dump((how, list(notes)), self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            # neither side can wait on the other. Packed (the ids in one string, the stats in an array):
+            # a list of tuples would cost the worker some 180 bytes a note.
+            pickle.dump((how, *pack(notes)), self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self._proc.stdin.close()
         except OSError:
             self.close()
@@ -222,6 +241,19 @@ class WorkerReads:
                 note = read_note(self.how, note_id, stat)
             found.append(note)
         return found
+
+    def ready(self) -> bool:
+        """Whether notes the worker read are at hand without waiting (or it is gone: nothing to wait
+        for). A hint, no promise: a chunk may be half written."""
+        if self._ahead or self._proc is None:
+            return True
+        import select
+
+        assert self._proc.stdout is not None
+        try:
+            return bool(select.select([self._proc.stdout], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
 
     def _receive(self) -> list[ReadNote]:
         import pickle
@@ -247,18 +279,41 @@ class WorkerReads:
         proc.wait()
 
 
+def pack(notes: Iterable[tuple[str, tuple[int, int]]]) -> tuple[bytes, array[int]]:
+    """Notes and their (mtime, size) as the worker receives them: the ids NUL-separated (no file name
+    holds a NUL), and each note's mtime and size in one array."""
+    from array import array
+
+    ids: list[str] = []
+    stats = array("q")
+    for note_id, (mtime_ns, size) in notes:
+        ids.append(note_id)
+        stats.append(mtime_ns)
+        stats.append(size)
+    return "\0".join(ids).encode("utf-8", "surrogateescape"), stats
+
+
+def unpacked(ids: bytes, stats: array[int]) -> Iterator[list[tuple[str, tuple[int, int]]]]:
+    """The notes `pack` packed, CHUNK at a time."""
+    position = 0
+    count = len(stats) // 2
+    for first in range(0, count, CHUNK):
+        chunk = []
+        for i in range(first, min(first + CHUNK, count)):
+            end = ids.find(b"\0", position)
+            end = len(ids) if end < 0 else end
+            chunk.append((ids[position:end].decode("utf-8", "surrogateescape"), (stats[2 * i], stats[2 * i + 1])))
+            position = end + 1
+        yield chunk
+
+
 def _serve(source: IO[bytes], sink: IO[bytes]) -> None:
     import pickle
 
-    how, notes = pickle.load(source)
-    for chunk in _chunks(notes):
+    how, ids, stats = pickle.load(source)
+    for chunk in unpacked(ids, stats):
         pickle.dump([read_note(how, note_id, stat) for note_id, stat in chunk], sink, protocol=pickle.HIGHEST_PROTOCOL)
         sink.flush()
-
-
-def _chunks(notes: list[tuple[str, tuple[int, int]]]) -> Iterator[list[tuple[str, tuple[int, int]]]]:
-    for start in range(0, len(notes), CHUNK):
-        yield notes[start : start + CHUNK]
 
 
 if __name__ == "__main__":

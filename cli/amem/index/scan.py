@@ -36,6 +36,16 @@ class VaultScan:
         self.listed = listed
         #: amem temporary files the scan came across (a live writer's, or one a killed writer left)
         self.temporaries: list[str] = []
+        #: notes a refresh read with another (mtime, size) than `files` held (changed since), which it
+        #: then stores in `files`: while none is, the refresh left the notes as the scan found them
+        self.restated = 0
+
+    def restate(self, note_id: str, stat: tuple[int, int]) -> None:
+        """What the index stores of the note: `stat`, which may differ from what the scan found."""
+        files = self.files
+        if files.get(note_id) != stat:
+            files[note_id] = stat
+            self.restated += 1
 
 
 class Walker:

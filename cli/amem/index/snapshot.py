@@ -128,11 +128,13 @@ class Keeping:
     ) -> None:
         self.conn = conn
         self.scan = scan
-        self.touched = touched
+        # Folded, the whole state is stored: the touched notes do not count (a cold build's are all of them).
+        self.touched = set() if fold else touched
         self.known = known
         self.digest = digest
         self.fold = fold
-        self.as_scanned = {note_id: scan.files.get(note_id) for note_id in touched}
+        #: how many notes the refresh had found other than the scan (see VaultScan.restated)
+        self.restated = scan.restated
         self.stored_delta = None if fold or known is not None else load_delta(conn)
 
     def store(self, dirs_changed: bool) -> None:
@@ -166,9 +168,7 @@ class Keeping:
     def _digest(self) -> str | None:
         if self.digest is None or self.digest[1] != len(self.scan.files):
             return None
-        files = self.scan.files
-        unchanged = all(files.get(note_id) == seen for note_id, seen in self.as_scanned.items())
-        return self.digest[0] if unchanged else None
+        return self.digest[0] if self.scan.restated == self.restated else None
 
 
 def store_digest(conn: sqlite3.Connection, digest: str) -> None:
