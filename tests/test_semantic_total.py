@@ -153,3 +153,46 @@ def test_a_fused_search_walks_the_keyword_matches_no_more_often_than_a_keyword_s
     assert fused["fused"] is True and fused["fusion"]["weight"] > 0
     assert [sql for sql in statements if walks.search(sql)] != []
     assert len([sql for sql in statements if walks.search(sql)]) == len(keyword), statements
+
+
+def test_a_kept_index_is_not_fingerprinted_again_until_it_changes(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from amem.index import search as searching
+    from amem.index import snapshot
+
+    monkeypatch.setattr(searching, "KEEP_INDEX", True)
+    monkeypatch.setattr(searching, "_kept", [])
+    write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
+    write_file(vault / "coffee.md", "# Coffee\n\nThe espresso machine needs descaling.\n")
+    config = load_config()
+    read: list[int] = []
+    stored = snapshot.stored_bytes
+
+    def counting(conn: sqlite3.Connection) -> bytes | None:
+        read.append(1)
+        return stored(conn)
+
+    monkeypatch.setattr(snapshot, "stored_bytes", counting)
+    try:
+        search(config, "token", semantic=True)
+        first = len(read)
+        assert first >= 1
+        search(config, "token", semantic=True)
+        assert len(read) == first  # nothing changed: the fingerprint of the last search stands
+        # a change made by another connection (another process's refresh) is seen, and embedded
+        write_file(vault / "garden.md", "# Garden\n\nWater the tomatoes twice a week.\n")
+        other = VaultIndex(config, Reporter())
+        try:
+            other.refresh()
+        finally:
+            other.close()
+        found = search(config, "tomatoes watering", semantic=True)
+        assert len(read) > first
+        assert "garden.md" in ids(found)
+        # and one made through the kept connection itself
+        write_file(vault / "ops.md", "# Deploy\n\nThe staging server is rebuilt every night.\n")
+        again = len(read)
+        assert "ops.md" in ids(search(config, "staging server rebuilt", semantic=True))
+        assert len(read) > again
+    finally:
+        for index, _ in searching._kept:
+            index.close()

@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .models import SemanticError, SemanticUnavailable
-from .vectors import coverage, index_changes, index_fingerprint, stored_coverage
+from .vectors import coverage, fingerprint_stands, index_changes, index_fingerprint, stored_coverage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -728,6 +728,7 @@ def for_search(
             sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
             if fingerprint is not None:
                 conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('synced', ?)", (fingerprint,))
+                fingerprint_stands(conn, fingerprint)
     except SemanticUnavailable as exc:
         reporter.warn(str(exc))
         return SearchRanker(index, None, "unavailable", reporter)
