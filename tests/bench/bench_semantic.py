@@ -243,6 +243,8 @@ def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None, only: 
         # OpenBLAS's own threads, which wait by spinning, against one: what they cost on a loaded machine
         one_thread = {"OPENBLAS_NUM_THREADS": "1"}
         settings["fp32 numpy (model folder), one BLAS thread"] = {"model": str(fp32), "env": one_thread}
+        two_threads = {"OPENBLAS_NUM_THREADS": "2"}
+        settings["fp32 numpy (model folder), two BLAS threads"] = {"model": str(fp32), "env": two_threads}
     if only:
         settings = {name: setting for name, setting in settings.items() if any(word in name for word in only)}
     got: dict[str, list[dict[str, float]]] = {name: [] for name in settings}

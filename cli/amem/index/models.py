@@ -302,6 +302,26 @@ def minilm() -> Transformer:
     return Transformer("all-MiniLM-L6-v2-int8", tokenizer, OnnxBackend(onnx), "mean", files)
 
 
+#: The variables that set the thread count of numpy's BLAS (OpenBLAS, which numpy's wheels bundle; MKL;
+#: OpenMP builds), read once, when numpy is first imported.
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread() -> bool:
+    """Make numpy's BLAS run one thread in this process, unless numpy is imported already (too late: the
+    count is read at import) or the user set any of BLAS_THREAD_VARIABLES (their setting stands). The
+    numpy encoder multiplies matrices of a few hundred rows: OpenBLAS's own threads, which wait by
+    spinning, made it ten times slower per chunk on a loaded machine and gained nothing on a quiet one
+    (docs/performance.md, "Semantic model"). True when it set them."""
+    import sys
+
+    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        return False
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ[name] = "1"
+    return True
+
+
 def folder(path: str) -> Transformer:
     """A user's model folder (see the module's docstring); its name is the hash of its files' hashes."""
     files: dict[str, str] = {}
@@ -317,6 +337,7 @@ def folder(path: str) -> Transformer:
     if os.path.isfile(os.path.join(path, "model.onnx")):
         backend: Backend = OnnxBackend(need("model.onnx"))
     elif os.path.isfile(os.path.join(path, "model.safetensors")):
+        one_blas_thread()
         backend = NumpyBert(need("model.safetensors"), need("config.json"))
     else:
         raise SemanticError("the model folder has neither model.onnx nor model.safetensors")

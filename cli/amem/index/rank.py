@@ -39,7 +39,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from .sql import select_in
 from .tokenize import Query, title_key
@@ -109,13 +109,35 @@ class Ranker:
         self.titled: dict[int, float] = {}
 
     def total(self) -> int:
+        return self.count()[0]
+
+    def count(self, among: Collection[int] = ()) -> tuple[int, int]:
+        """`total`, and how many of the notes `among` (rowids) match, found by the walk that counts the
+        total (a fused search counts the notes only its semantic ranking found this way, in no walk of
+        its own); after `rank`, so that the matches it scored are looked up instead when it stored them."""
         if self.expression is None:
-            return 0
+            return 0, 0
+        given = sorted(set(among))
         if self._stored is not None:
-            return self._stored
+            # every match is in `_scored` or in SCORES
+            rest = [doc for doc in given if doc not in self._scored]
+            found = len(given) - len(rest)
+            if rest:
+                sql = f"SELECT count(*) FROM {SCORES} WHERE doc IN (SELECT value FROM json_each(?))"
+                found += int(self.conn.execute(sql, (json.dumps(rest),)).fetchone()[0])
+            return self._stored, found
         clause, params = self.filter.clause("rowid")
-        sql = f"SELECT count(*) FROM search_fts WHERE search_fts MATCH ?{clause}"
-        return int(self.conn.execute(sql, [self.expression, *params]).fetchone()[0])
+        if not given:
+            sql = f"SELECT count(*), 0 FROM search_fts WHERE search_fts MATCH ?{clause}"
+            args: list[object] = [self.expression, *params]
+        else:
+            sql = (
+                "SELECT count(*), count(CASE WHEN rowid IN (SELECT value FROM json_each(?)) THEN 1 END)"
+                f" FROM search_fts WHERE search_fts MATCH ?{clause}"
+            )
+            args = [json.dumps(given), self.expression, *params]
+        total, found = self.conn.execute(sql, args).fetchone()
+        return int(total), int(found)
 
     def rank(self, limit: int) -> list[tuple[int, float]]:
         """The best `limit` (rowid, score) pairs, best first."""

@@ -173,9 +173,10 @@ def _search(
             ranker = Ranker(conn, parsed, where)
             ranked = list(ranker.rank(max(limit, semantic.depth) if semantic and semantic.fused else limit))
             keyword, titled = ranked, ranker.titled
-            total = ranker.total()
-            if semantic is not None:
-                ranked, total = semantic.fuse(query or "", ranked, total, where)
+            if semantic is not None:  # it counts the total with the notes only its ranking found
+                ranked, total = semantic.fuse(query or "", ranked, ranker.count, where)
+            else:
+                total = ranker.total()
             ranked = ranked[:limit]
         hits = _hits(index, ranked, parsed)
         fused, status = (semantic.fused, semantic.status) if semantic else (False, "unavailable")

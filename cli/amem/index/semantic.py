@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .models import SemanticError, SemanticUnavailable
-from .vectors import coverage, index_changes, index_fingerprint, stored_coverage
+from .vectors import coverage, fingerprint_stands, index_changes, index_fingerprint, stored_coverage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -627,21 +627,26 @@ class SearchRanker:
         return self.status in ("ok", "partial")
 
     def fuse(
-        self, query: str, keyword: Sequence[tuple[int, float | None]], total: int, where: Filter | None = None
+        self,
+        query: str,
+        keyword: Sequence[tuple[int, float | None]],
+        count: Callable[[Collection[int]], tuple[int, int]],
+        where: Filter | None = None,
     ) -> tuple[list[tuple[int, float | None]], int]:
         """(rowid, fused score) best first, and the total: the keyword matches and the notes only the
         semantic ranking found, both within `where` (the search's tag and folder filters), fused with the
         weight this query's evidence gives (`fusion`; the plan and each hit's sources are kept in `plan` and
-        `explained`). The keyword ranking as it is when the model failed."""
+        `explained`). The keyword ranking as it is when the model failed. `count` is the keyword ranking's
+        (`Ranker.count`): its total, and how many of the given notes it matches, in one walk."""
         conn = self.index.conn
         if self.ranking is not None:
             semantic = self.ranking
         elif self.embedder is None:
-            return list(keyword), total
+            return list(keyword), count(())[0]
         else:
             semantic = self._rank(query, where)
             if self.embedder is None:
-                return list(keyword), total
+                return list(keyword), count(())[0]
         from . import fusion
         from .sql import select_in
 
@@ -657,9 +662,11 @@ class SearchRanker:
         fused = fusion.fuse(self.plan, keyword_ids, semantic if self.plan.weight > 0 else [])
         self.explained = {rowid[i]: explained for i, _, explained in fused}
         if self.plan.weight == 0:
-            return [(rowid[i], score) for i, score, _ in fused], total
-        unmatched = self._unmatched(query, [i for i, _ in keyword_ids], [i for i, _ in semantic])
-        return [(rowid[i], score) for i, score, _ in fused], total + unmatched
+            return [(rowid[i], score) for i, score, _ in fused], count(())[0]
+        # the semantic notes below the keyword depth: those the keyword query matches are in its total
+        others = set(rowid[note_id] for note_id, _ in semantic) - set(docs)
+        total, matched = count(others)
+        return [(rowid[i], score) for i, score, _ in fused], total + len(others) - matched
 
     def _rank(self, query: str, where: Filter | None) -> list[tuple[str, float]]:
         """The semantic ranking in this process, within `where`; [] with the model dropped (status
@@ -674,23 +681,6 @@ class SearchRanker:
             self.reporter.warn(f"semantic ranking failed ({type(exc).__name__}); answering from keywords only")
             self.status, self.embedder = "error", None
             return []
-
-    def _unmatched(self, query: str, keyword: Sequence[str], semantic: Sequence[str]) -> int:
-        """How many of the semantic ranking's notes the keyword query does not match at all (a keyword
-        match below the depth handed to `fuse` is already in the total)."""
-        import json
-
-        from .tokenize import Query
-
-        others = sorted(set(semantic) - set(keyword))
-        expression = Query(query).expression()
-        if not others or expression is None:
-            return len(others)
-        sql = (
-            "SELECT count(*) FROM search_fts WHERE search_fts MATCH ?"
-            " AND rowid IN (SELECT rowid FROM notes WHERE id IN (SELECT value FROM json_each(?)))"
-        )
-        return len(others) - int(self.index.conn.execute(sql, (expression, json.dumps(others))).fetchone()[0])
 
 
 def _among(conn: sqlite3.Connection, where: Filter | None) -> set[str] | None:
@@ -738,6 +728,7 @@ def for_search(
             sync_changes(conn, embedder, stale, gone, note_reader(index.config, conn), reporter)
             if fingerprint is not None:
                 conn.execute("INSERT OR REPLACE INTO semantic_meta VALUES ('synced', ?)", (fingerprint,))
+                fingerprint_stands(conn, fingerprint)
     except SemanticUnavailable as exc:
         reporter.warn(str(exc))
         return SearchRanker(index, None, "unavailable", reporter)

@@ -1,0 +1,84 @@
+"""A user's model folder run by amem's numpy encoder (`model.safetensors`): numpy's BLAS gets one thread in
+the process that runs it, unless the user chose a count, checked in fresh processes (the count is read
+when numpy is first imported)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("numpy")
+
+from amem.index import models  # noqa: E402
+
+#: numpy's BLAS thread counts: OpenBLAS (numpy's wheels), OpenMP builds, MKL
+VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+_THREADS_CHILD = """
+import json, os, sys
+if sys.argv[2] == "numpy first":
+    import numpy
+from amem.index import models
+vectors = models.folder(sys.argv[1]).embed(["auth token rotation", "the espresso machine"])
+print(json.dumps({
+    "set": {name: os.environ.get(name) for name in sys.argv[3].split()},
+    "threads": len(os.listdir("/proc/self/task")),
+    "shape": list(vectors.shape),
+}))
+"""
+
+
+def blas_child(model: Path, env: dict[str, str], how: str = "") -> dict[str, Any]:
+    clean = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADS_CHILD, str(model), how, " ".join(VARIABLES)],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def numpy_model(tmp_path: Path) -> Path:
+    from tests.bench.random_bert import make
+
+    return make(tmp_path / "numpy-model", layers=2, width=32, heads=2, inner=64)
+
+
+def test_a_model_folder_run_by_numpy_gets_one_blas_thread_unless_the_user_chose(numpy_model: Path) -> None:
+    ours = blas_child(numpy_model, {})
+    assert ours["shape"][0] == 2
+    assert ours["set"] == dict.fromkeys(VARIABLES, "1")
+    # the user's own count stands, and the others are left unset
+    chosen = blas_child(numpy_model, {"OPENBLAS_NUM_THREADS": "2"})
+    assert chosen["set"] == {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": None, "MKL_NUM_THREADS": None}
+    omp = blas_child(numpy_model, {"OMP_NUM_THREADS": "2"})
+    assert omp["set"] == {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": None}
+    if (os.cpu_count() or 1) >= 2:  # OpenBLAS starts its worker threads when numpy is imported
+        assert ours["threads"] < chosen["threads"]
+    # numpy imported before the model: too late to change, so nothing is set
+    late = blas_child(numpy_model, {}, "numpy first")
+    assert late["set"] == dict.fromkeys(VARIABLES)
+
+
+def test_an_onnx_model_folder_leaves_the_blas_threads_alone(isolated_env: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(models.MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the semantic-minilm extra is not installed")
+    mine = isolated_env / "onnx-model"
+    mine.mkdir()
+    shutil.copy(Path(list(spec.submodule_search_locations)[0]) / "model.onnx", mine / "model.onnx")
+    shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
+    assert blas_child(mine, {})["set"] == dict.fromkeys(VARIABLES)
