@@ -82,6 +82,9 @@ def note_text(rng: random.Random, i: int, ids: list[str]) -> str:
         links.append(rng.choice([f"[[{base}]]", f"[[{stem_}]]", f"[x]({target})", f"[[{stem_.upper()}|y]]", "[[no]]"]))
     words = " ".join(rng.choices(NAMES + ["files", "linking", "认证令牌", "hopping"], k=rng.randint(1, 20)))
     heading = f"## {rng.choice(NAMES)} {i}\n" if rng.random() < 0.5 else ""
+    if rng.random() < 0.3:  # headings the exact-heading tier keeps: twice, with an anchor, in other case
+        name = rng.choice(NAMES)
+        heading += f"### {name.upper()} {{#{name}}}\n## {name}\n"
     fence = "```\n[[alpha]] in code\n```\n" if rng.random() < 0.2 else ""
     head = f"---\ntitle: {rng.choice(NAMES)} {i}\ntags: [{rng.choice(NAMES)}]\n---\n"
     return f"{head}{heading}{words}\n{fence}{' '.join(links)}\n"
@@ -121,8 +124,17 @@ def index_dump(cache: Path) -> dict[str, Any]:
                 "SELECT n.id, s.head, s.headings, s.links, s.body FROM search_fts s JOIN notes n ON n.rowid = s.rowid"
             )
         }
+        headings = sorted(conn.execute("SELECT n.id, h.key FROM note_headings h JOIN notes n ON n.rowid = h.note"))
         meta = sorted(key for (key,) in conn.execute("SELECT key FROM meta") if not key.startswith("snapshot"))
-        return {"notes": notes, "links": links, "tags": tags, "aliases": aliases, "search": search, "meta": meta}
+        return {
+            "notes": notes,
+            "links": links,
+            "tags": tags,
+            "aliases": aliases,
+            "search": search,
+            "headings": headings,
+            "meta": meta,
+        }
     finally:
         conn.close()
 

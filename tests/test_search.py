@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -46,6 +47,13 @@ K1, B = 1.2, 0.75
 WEIGHTS = (5.0, 4.0, 1.0, 1.0)  # head, headings, links, body
 PHRASE_SHARES = (1.05, 1.0, 0.5)  # of ΣIDF, for a phrase in the head, else a heading, else the body
 EXACT_TITLE = 0.5  # of ΣIDF, for a note whose whole title (folded, `{#anchor}` aside) is the query
+EXACT_HEADING = 0.25  # of ΣIDF, for a note with a heading (folded, `{#anchor}` aside) that is the query
+HEADING_LINE = re.compile(r"^#{1,6} +(.*?)(?: *\{#[^}]*\})?$")
+
+
+def heading_keys(body: str) -> set[str]:
+    """The folded headings of a body (the model's bodies have no code fences)."""
+    return {title_key(m.group(1)) for line in body.split("\n") if (m := HEADING_LINE.match(line))}
 
 
 def occurrences(terms: list[str], prefix: bool, tokens: list[str]) -> int:
@@ -87,7 +95,9 @@ def model(
                 value + K1 * (1 - B + B * length / avgdl)
             )
     bonus = 0.0
-    if parsed.phrases or any(title_key(title) == title_key(query) for title, _ in notes.values()):
+    key = title_key(query)
+    exact = any(title_key(title) == key or key in heading_keys(body) for title, body in notes.values())
+    if parsed.phrases or exact:
         for word in parsed.words:
             dfs = []
             for i, term in enumerate(word.terms):
@@ -107,8 +117,10 @@ def model(
             if any(occurrences(terms, prefix, field) for terms, prefix in phrases):
                 score += bonus * share
                 break
-        if title_key(notes[note_id][0]) == title_key(query):
+        if title_key(notes[note_id][0]) == key:
             score += bonus * EXACT_TITLE
+        if key in heading_keys(notes[note_id][1]):
+            score += bonus * EXACT_HEADING
         scored[note_id] = score
     final = {}
     for note_id, score in scored.items():
@@ -146,6 +158,10 @@ def vaults(draw: st.DrawFn) -> tuple[dict[str, tuple[str, str]], dict[str, set[s
     for note_id in chosen:
         title = " ".join(draw(st.lists(words, min_size=1, max_size=3)))
         body = draw(st.sampled_from([" ", "", ". "])).join(draw(st.lists(words, max_size=25)))
+        if draw(st.booleans()):  # a heading of one or two words, some with an anchor, some the title
+            heading = draw(st.one_of(st.just(title), st.lists(words, min_size=1, max_size=2).map(" ".join)))
+            anchor = draw(st.sampled_from(["", " {#a}", " {#a-b}"]))
+            body = f"{draw(st.sampled_from(['#', '##', '###']))} {heading}{anchor}\n{body}"
         notes[note_id] = (title, body)
         links[note_id] = set(draw(st.lists(st.sampled_from(chosen), max_size=3)))
     return notes, links

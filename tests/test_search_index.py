@@ -188,8 +188,14 @@ def answers(config: Config, cache: Path | None = None, monkeypatch: pytest.Monke
     if cache is not None and monkeypatch is not None:
         monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     try:
-        result = {q: search(config, q, limit=5) for q in QUERIES}
+        result: dict[str, Any] = {q: search(config, q, limit=5) for q in QUERIES}
         result["!title"] = search(config, None, exact_title="Alpha Beta")
+        index = VaultIndex(config)
+        try:  # the exact-heading tier's keys, by note
+            found = "SELECT n.id, h.key FROM note_headings h JOIN notes n ON n.rowid = h.note ORDER BY 1, 2"
+            result["!headings"] = index.conn.execute(found).fetchall()
+        finally:
+            index.close()
         return result
     finally:
         if cache is not None and monkeypatch is not None:
@@ -201,6 +207,9 @@ def random_note(rng: random.Random, ids: list[str]) -> str:
     body = " ".join(rng.choices(WORDS, k=rng.randint(0, 30)))
     links = " ".join(f"[[{rng.choice(ids).rsplit('/', 1)[-1][:-3]}]]" for _ in range(rng.randint(0, 3))) if ids else ""
     head = f"---\ntitle: {title}\n---\n" if rng.random() < 0.5 else f"# {title}\n"
+    if rng.random() < 0.4:  # a section heading, some with an anchor
+        words = " ".join(rng.choices(WORDS, k=rng.randint(1, 2)))
+        head += f"## {words}{' {#' + words.replace(' ', '-') + '}' if rng.random() < 0.5 else ''}\n"
     return f"{head}{body}\n{links}\n"
 
 

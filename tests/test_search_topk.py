@@ -36,9 +36,10 @@ FIELDS, SHARES = ("head", "headings", "body"), (1.05, 1.0, 0.5)
 
 
 def reference(
-    conn: sqlite3.Connection, text: str, tags: list[str], folder: str | None, limit: int
+    conn: sqlite3.Connection, root: Path, text: str, tags: list[str], folder: str | None, limit: int
 ) -> tuple[list[tuple[str, float]], int]:
-    """The ranking as its definition reads (see amem.index.rank), computed over every matching note."""
+    """The ranking as its definition reads (see amem.index.rank), computed over every matching note (the
+    vault at `root`)."""
     query = Query(text)
     expression = query.expression()
     if expression is None:
@@ -60,6 +61,12 @@ def reference(
     for doc, title in conn.execute("SELECT rowid, title FROM notes").fetchall():
         if doc in scores and title_key(ANCHOR.sub("", title)) == title_key(text):
             scores[doc] += bonus * rank.EXACT_TITLE
+    # The exact-heading tier: every matching note with a heading, its `{#anchor}` dropped, that folds so.
+    for doc, note_id in conn.execute("SELECT rowid, id FROM notes").fetchall():
+        lines = (root / note_id).read_text(encoding="utf-8").splitlines()
+        keys = {title_key(ANCHOR.sub("", m.group(1))) for line in lines if (m := HEADING.match(line))}
+        if doc in scores and title_key(text) in keys:
+            scores[doc] += bonus * rank.EXACT_HEADING
     best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit + rank.CANDIDATES]
     final = dict(best)
     for target in list(final):
@@ -74,6 +81,7 @@ def reference(
 
 
 ANCHOR = re.compile(r"\s*\{#[^}]*\}$")
+HEADING = re.compile(r"^#{1,6} +(.+)$")  # the vaults made here have no code fences
 
 
 def idf_sum(conn: sqlite3.Connection, query: Query) -> float:
@@ -172,11 +180,17 @@ def check_searches(
         titles = [row[0] for row in index.conn.execute("SELECT title FROM notes ORDER BY rowid")]
     finally:
         index.close()
-    for text in [*texts, ANCHOR.sub("", titles[len(texts) % len(titles)])]:
+    # and one note's `## ` heading: the exact-heading tier
+    headings = [
+        line[3:] for path in sorted(root.rglob("*.md")) for line in path.read_text().splitlines() if line[:3] == "## "
+    ]
+    searched = [*texts, ANCHOR.sub("", titles[len(texts) % len(titles)])]
+    searched += [headings[len(texts) % len(headings)].upper()] if headings else []
+    for text in searched:
         result = search(config, text, limit=limit, tags=tags, folder=folder)
         index = VaultIndex(config)
         try:
-            expected, total = reference(index.conn, text, tags, folder, limit)
+            expected, total = reference(index.conn, root, text, tags, folder, limit)
         finally:
             index.close()
         assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, text
@@ -232,7 +246,7 @@ def test_the_installed_amem_ranks_a_larger_vault_as_the_full_ranking(isolated_en
         assert done.code == 0, done.stderr
         index = VaultIndex(config)
         try:
-            expected, total = reference(index.conn, text, tags, folder, 7)
+            expected, total = reference(index.conn, root, text, tags, folder, 7)
         finally:
             index.close()
         assert [(hit["id"], hit["score"]) for hit in done.json["hits"]] == expected, text
@@ -295,7 +309,7 @@ def test_common_words_are_scored_only_where_they_may_rank(isolated_env: Path, mo
         count = scored[0]
         index = VaultIndex(config)
         try:
-            expected, total = reference(index.conn, text, [], None, limit)
+            expected, total = reference(index.conn, root, text, [], None, limit)
         finally:
             index.close()
         assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected, text
@@ -329,7 +343,7 @@ def test_notes_titled_as_the_query_are_scored_in_the_same_pass(
     assert len([sql for sql in statements if "bm25(" in sql]) == 1, json.dumps(statements, ensure_ascii=False)
     index = VaultIndex(config)
     try:
-        expected, total = reference(index.conn, "alpha beta", [], None, 3)
+        expected, total = reference(index.conn, root, "alpha beta", [], None, 3)
     finally:
         index.close()
     assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected and result["total"] == total

@@ -69,13 +69,15 @@ class ReadResult(TypedDict):
 # --- search and list -----------------------------------------------------------------------------------
 
 
-#: With explain: the hit's keyword score and rank, the exact-title tier's part of that score (only when its
-#: title is the query), its semantic similarity and rank (null: not in that ranking).
+#: With explain: the hit's keyword score and rank, the exact-title and exact-heading tiers' parts of that
+#: score (only when its title, or one of its headings, is the query), its semantic similarity and rank
+#: (null: not in that ranking).
 #: (Comments, not docstrings: a docstring would go into the MCP schema, and cost every model's context.)
 class HitExplain(TypedDict):
     keywordScore: float | None
     keywordRank: int | None
     titleBonus: NotRequired[float]
+    headingBonus: NotRequired[float]
     similarity: float | None
     semanticRank: int | None
 

@@ -1,10 +1,10 @@
-"""Sweep the keyword ranking's phrase bonus tiers (`amem.index.rank.PHRASE_TIERS`) and its exact-title tier
-(`EXACT_TITLE`) over relevance.py's query sets, one built index per corpus, and print each setting's
-MRR@10 per set.
+"""Sweep the keyword ranking's phrase bonus tiers (`amem.index.rank.PHRASE_TIERS`), its exact-title tier
+(`EXACT_TITLE`) and its exact-heading tier (`EXACT_HEADING`) over relevance.py's query sets, one built index
+per corpus, and print each setting's MRR@10 per set.
 
     python tests/bench/sweep_phrase_tiers.py [--corpus vue-docs-en vue-docs-zh] [--title 1.05]
-                                             [--headings 1] [--exact-title 0 0.25 0.5 1 2]
-                                             [--exact-heading 0 0.25] [--id-stem] [--sets …] [--misses]
+                                             [--headings 1] [--exact-title 0.5]
+                                             [--exact-heading 0 0.05 0.1 0.25 0.5] [--id-stem] [--sets …] [--misses]
 
 Queries are ranked by `amem.index.rank.Ranker` on one open index, as search() ranks them without its
 per-call refresh, so a setting takes seconds. A setting is (title, headings): the share of ΣIDF a note
@@ -12,10 +12,10 @@ gains when its id or title holds the query as a phrase, and when only a heading 
 stays 0.5). `--title 1 --headings 1` is one tier for the id, title and headings, as before the title tier.
 `--head-weight` and `--headings-weight` sweep the BM25 field weights (`HEAD_WEIGHT`, `HEADINGS_WEIGHT`) too.
 `--exact-title S` sets amem's exact-title tier (the notes whose whole title is the query gain S × ΣIDF; 0
-turns it off). Two experiments, not in amem's ranking, go through the same step of the Ranker (its notes
-scored first, so the top k stays exact): `--exact-heading H` gives H × ΣIDF to the notes with a `## `
-heading (cleaned as relevance.py cleans it) that is the query, and `--id-stem` counts a note whose id's base
-name (without extension, folded the same way) is the query as titled so.
+turns it off), `--exact-heading H` its exact-heading tier (the notes with a heading that is the query gain
+H × ΣIDF). An experiment, not in amem's ranking, goes through the same step of the Ranker (its notes scored
+first, so the top k stays exact): `--id-stem` counts a note whose id's base name (without extension, folded
+the same way) is the query as titled so.
 """
 
 from __future__ import annotations
@@ -36,9 +36,8 @@ def tiers(title: float, headings: float) -> tuple[tuple[list[str], float], ...]:
     return ((["head"], title), (["headings"], headings), (["body"], 0.5))
 
 
-#: The experiments' settings: the exact-heading share of ΣIDF (0: off) and whether an id's base name counts
-#: as a title.
-EXPERIMENT: dict[str, float] = {"heading": 0.0, "stem": 0.0}
+#: The experiment's setting: whether an id's base name counts as a title.
+EXPERIMENT: dict[str, float] = {"stem": 0.0}
 
 
 def keyword_ranker(vault: Path, scratch: Path) -> relevance.Ranker:
@@ -50,24 +49,19 @@ def keyword_ranker(vault: Path, scratch: Path) -> relevance.Ranker:
     index.refresh()
     conn = index.conn
     ids = dict(conn.execute("SELECT rowid, id FROM notes"))
-    headed: dict[str, set[int]] = {}  # a `## ` heading, cleaned and folded: the notes holding it
     stems: dict[str, set[int]] = {}  # an id's base name without extension, folded: its notes
     for doc, note_id in ids.items():
-        text = (vault / note_id).read_text(encoding="utf-8")
-        for heading in relevance.headings_of(text, 2):
-            headed.setdefault(title_key(heading), set()).add(doc)
         stems.setdefault(title_key(id_stem(note_id).rsplit("/", 1)[-1]), set()).add(doc)
 
     class Swept(Ranker):
-        def _exact(self) -> dict[int, float]:
+        def _exact(self) -> dict[int, tuple[float, float]]:
             shares = super()._exact()
             key = title_key(self.query.text)
             from amem.index import rank
 
             if EXPERIMENT["stem"] and rank.EXACT_TITLE > 0:
-                shares.update(dict.fromkeys(stems.get(key, set()) - set(shares), rank.EXACT_TITLE))
-            if EXPERIMENT["heading"]:
-                shares.update(dict.fromkeys(headed.get(key, set()) - set(shares), EXPERIMENT["heading"]))
+                for doc in stems.get(key, set()):
+                    shares[doc] = (rank.EXACT_TITLE, shares.get(doc, (0.0, 0.0))[1])
             return shares
 
     def rank(query: str) -> list[str]:
@@ -96,8 +90,8 @@ def main() -> None:
     parser.add_argument("--sets", nargs="*", default=list(relevance.SETS))
     parser.add_argument("--head-weight", type=float, nargs="*", help="BM25 weights of the id and title")
     parser.add_argument("--headings-weight", type=float, nargs="*", help="BM25 weights of the headings")
-    parser.add_argument("--exact-title", type=float, nargs="*", default=[0.0, 0.25, 0.5, 1.0, 2.0])
-    parser.add_argument("--exact-heading", type=float, nargs="*", default=[0.0], help="the experiment's shares")
+    parser.add_argument("--exact-title", type=float, nargs="*", default=[0.5])
+    parser.add_argument("--exact-heading", type=float, nargs="*", default=[0.0, 0.05, 0.1, 0.25, 0.5])
     parser.add_argument("--id-stem", action="store_true", help="an id's base name counts as a title too")
     parser.add_argument("--misses", action="store_true", help="list each setting's queries not answered first")
     args = parser.parse_args()
@@ -121,7 +115,7 @@ def main() -> None:
             for title, headings, head_w, headings_w, exact, exact_heading in grid:
                 rank.PHRASE_TIERS = tiers(title, headings)
                 rank.HEAD_WEIGHT, rank.HEADINGS_WEIGHT, rank.EXACT_TITLE = head_w, headings_w, exact
-                EXPERIMENT["heading"] = exact_heading
+                rank.EXACT_HEADING = exact_heading
                 found = [relevance.measure(ranker, loaded[name] or [])["mrr@10"] for name in args.sets]
                 cells = "  ".join(f"{value:11.4f}" for value in found)
                 setting = f"{title:5}  {headings:8}  {head_w:5}  {headings_w:5}  {exact:5}  {exact_heading:5}"

@@ -40,7 +40,7 @@ _SET_META = "INSERT OR REPLACE INTO meta VALUES (?, '1')"
 WORKER_FROM = 2000
 #: A cold build's search fields (all but the backlinks, unknown until its last batch), kept from its
 #: first pass for its second; in the connection's temporary database, gone with it.
-_KEPT_SEARCH = "CREATE TEMP TABLE IF NOT EXISTS kept_search (rowid INTEGER PRIMARY KEY, head, headings, body)"
+_KEPT_SEARCH = "CREATE TEMP TABLE IF NOT EXISTS kept_search (rowid INTEGER PRIMARY KEY, head, headings, body, keys)"
 
 
 #: `id=?, folder=?, …` for an UPDATE of every column of a _NoteRow.
@@ -196,7 +196,7 @@ class _Batch:
         tag_rows: list[tuple[int, str]] = []
         alias_rows: list[tuple[int, str]] = []
         link_rows: list[tuple[int, int, str, int, int, int]] = []
-        kept: list[tuple[int, str, str, str]] = []
+        kept: list[tuple[int, str, str, str, str]] = []
         for note in self._reads(batch):
             note_id = note.row.id
             self.scan.restate(note_id, (note.row.mtime_ns, note.row.size))  # what is stored, for the snapshot
@@ -252,10 +252,10 @@ class _Batch:
             return self._first_rowid
         return int(self.conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] or 0) + 1
 
-    def _keep_search(self, kept: list[tuple[int, str, str, str]]) -> None:
+    def _keep_search(self, kept: list[tuple[int, str, str, str, str]]) -> None:
         """Keep a cold build's search fields for its second pass; after its last batch, stop its worker."""
         if kept:  # a cold build's (only it makes them, and only it has the table)
-            self.conn.executemany("INSERT INTO temp.kept_search VALUES (?, ?, ?, ?)", kept)
+            self.conn.executemany("INSERT INTO temp.kept_search VALUES (?, ?, ?, ?, ?)", kept)
         if self._cold_left <= 0 and self._worker is not None:
             self._worker.close()
 
@@ -402,6 +402,7 @@ class _Batch:
         sources = self._linking_ids([row[1] for row in rows])
         kept = self._kept_search([row[0] for row in rows if row[4] == 1])
         inserts: list[tuple[int, str, str, str, str]] = []
+        headings: list[tuple[int, str]] = []
         relinks: list[tuple[str, int]] = []
         for rowid, note_id, title, body_at, state in rows:
             links = fts.links_text(sources.get(note_id, ()))
@@ -410,16 +411,18 @@ class _Batch:
                 continue
             fields = kept.get(rowid) or search_fields(note_id, title, self._body(note_id, body_at))
             inserts.append((rowid, fields[0], fields[1], links, fields[2]))
+            headings.append((rowid, fields[3]))
         fts.insert(conn, inserts)
+        fts.set_headings(conn, headings)
         fts.set_links(conn, relinks)
         conn.executemany("UPDATE notes SET search = 0 WHERE rowid = ?", [(row[0],) for row in rows])
         return True
 
-    def _kept_search(self, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
+    def _kept_search(self, rowids: list[int]) -> dict[int, tuple[str, str, str, str]]:
         """The search fields the first pass of a cold build kept, by rowid."""
         if not self.cold or not rowids:
             return {}
-        query = "SELECT rowid, head, headings, body FROM temp.kept_search WHERE rowid IN ({})"
+        query = "SELECT rowid, head, headings, body, keys FROM temp.kept_search WHERE rowid IN ({})"
         return {row[0]: row[1:] for row in select_in(self.conn, query, rowids)}
 
     def _body(self, note_id: str, body_at: int) -> str:

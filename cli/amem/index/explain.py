@@ -1,7 +1,8 @@
 """`amem search --explain`: where each hit's rank came from, and the fusion chosen for the query.
 
 Each hit gains `explain`: its keyword score and rank (the BM25 ranking with its boosts), the part of that
-score the exact-title tier gave (`titleBonus`, only on a hit whose title is the query), its semantic
+score the exact-title tier gave (`titleBonus`, only on a hit whose title is the query) and the part the
+exact-heading tier gave (`headingBonus`, only on a hit with a heading that is the query), its semantic
 similarity and rank (None when that ranking did not hold it, or there was none), so that a hit's fused score
 (`score`) can be traced to its two sources. The result gains `fusion`: the semantic ranking's weight for this
 query (keywords weigh 1; 0 means keywords alone) and the evidence that chose it (see `fusion`). Everything in
@@ -30,11 +31,13 @@ def add_explanations(
     query: str | None,
     exact_title: str | None,
     titled: Mapping[int, float] | None = None,
+    headed: Mapping[int, float] | None = None,
 ) -> None:
     """Add `explain` to each of `result`'s hits (rowids `docs`, in order) and `fusion` to `result`, given the
-    keyword ranking (rowid, score), the exact-title tier's bonus of the notes that gained it (`titled`) and
-    the semantic ranker the search used."""
+    keyword ranking (rowid, score), the exact-title and exact-heading tiers' bonus of the notes that gained
+    it (`titled`, `headed`) and the semantic ranker the search used."""
     titled = titled or {}
+    headed = headed or {}
     plan = semantic.plan if semantic is not None else None
     explained = semantic.explained if plan is not None and semantic is not None else {}
     keyword_at = {doc: (rank, score) for rank, (doc, score) in enumerate(keyword, start=1)}
@@ -51,6 +54,8 @@ def add_explanations(
         }
         if doc in titled and sources.keyword_score is not None:
             hit["explain"]["titleBonus"] = _rounded(titled[doc])
+        if doc in headed and sources.keyword_score is not None:
+            hit["explain"]["headingBonus"] = _rounded(headed[doc])
     if plan is None:
         plan = _unfused(conn, keyword, semantic, query, exact_title)
     result["fusion"] = shape(plan)

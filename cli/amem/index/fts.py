@@ -8,6 +8,10 @@ Each row has four fields, all stored as the terms `tokenize.terms_of` gives (spa
 - `headings`: the note's Markdown headings,
 - `links`: the ids of the notes that link to this one (rewritten when those links change),
 - `body`: the whole body.
+
+Beside it, `note_headings` holds each searchable note's headings folded as `tokenize.title_key` folds a
+title, a trailing `{#anchor}` aside (distinct per note), for the ranking's exact-heading tier: written and
+deleted with the note's search row.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ..notes.links import prose_lines
-from .tokenize import field_text, id_stem
+from .tokenize import field_text, id_stem, title_key
 
 SCHEMA = """
 CREATE VIRTUAL TABLE search_fts USING fts5(head, headings, links, body, tokenize='ascii', prefix='1');
 CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_fts, 'row');
+CREATE TABLE note_headings (note INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (note, key)) WITHOUT ROWID;
+CREATE INDEX note_headings_key ON note_headings (key);
 """
 
 #: Between two values in one field (id and title; the linking ids), so no phrase runs across them:
@@ -30,21 +36,36 @@ CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_fts, 'row');
 SEPARATOR = " \u2063 "
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
 _HEADINGS = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
+#: A heading's `{#anchor}` at its end.
+_ANCHOR = re.compile(r"[ \t]*\{#[^}]*\}$")
+#: Between two heading keys in one string (no heading holds a line break).
+KEY_SEPARATOR = "\n"
 
 
 def head_text(note_id: str, title: str) -> str:
     return field_text(id_stem(note_id)) + SEPARATOR + field_text(title)
 
 
-def headings_text(body: str) -> str:
+def headings(body: str) -> list[str]:
     """The Markdown headings outside fenced code (with no fence in the body, found by one regex)."""
     if "#" not in body:
-        return ""
+        return []
     if "```" not in body and "~~~" not in body:
-        found = [m.group(1) for m in _HEADINGS.finditer(body)]
-    else:
-        found = [m.group(1) for line in prose_lines(body) if (m := _HEADING.match(line))]
-    return SEPARATOR.join(map(field_text, found))
+        return [m.group(1) for m in _HEADINGS.finditer(body)]
+    return [m.group(1) for line in prose_lines(body) if (m := _HEADING.match(line))]
+
+
+def headings_text(body: str) -> str:
+    """The headings field of a body."""
+    return SEPARATOR.join(map(field_text, headings(body)))
+
+
+def headings_fields(body: str) -> tuple[str, str]:
+    """A body's headings field and its headings' distinct keys for `note_headings` (KEY_SEPARATOR between
+    them), its headings found once."""
+    found = headings(body)
+    keys = dict.fromkeys(title_key(_ANCHOR.sub("", heading)) for heading in found)
+    return SEPARATOR.join(map(field_text, found)), KEY_SEPARATOR.join(key for key in keys if key)
 
 
 def links_text(source_ids: Iterable[str]) -> str:
@@ -63,8 +84,18 @@ def insert(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str, str, st
     conn.executemany("INSERT INTO search_fts (rowid, head, headings, links, body) VALUES (?, ?, ?, ?, ?)", rows)
 
 
+def set_headings(conn: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
+    """(rowid, `heading_keys`) of notes whose search row was just inserted."""
+    conn.executemany(
+        "INSERT INTO note_headings (note, key) VALUES (?, ?)",
+        [(rowid, key) for rowid, keys in rows if keys for key in keys.split(KEY_SEPARATOR)],
+    )
+
+
 def delete(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
+    """The search rows of these notes, and their headings' keys."""
     conn.executemany("DELETE FROM search_fts WHERE rowid = ?", [(r,) for r in rowids])
+    conn.executemany("DELETE FROM note_headings WHERE note = ?", [(r,) for r in rowids])
 
 
 def set_links(conn: sqlite3.Connection, values: Sequence[tuple[str, int]]) -> None:

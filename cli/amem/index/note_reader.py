@@ -77,8 +77,9 @@ class ReadNote(NamedTuple):
     #: line it is first written on)
     targets: list[tuple[str, int, int, int]]
     aliases: list[str]  # link keys of its frontmatter `aliases`, how `read` finds a note by another name
-    #: its search fields but the backlinks (head, headings, body), when asked for and readable
-    search: tuple[str, str, str] | None = None
+    #: its search fields but the backlinks (head, headings, body) and its headings' keys (see
+    #: `fts.headings_fields`), when asked for and readable
+    search: tuple[str, str, str, str] | None = None
 
 
 class Reading(NamedTuple):
@@ -118,12 +119,14 @@ def read_note(how: Reading, note_id: str, stat: tuple[int, int]) -> ReadNote:
     return ReadNote(row, tags, targets, alias_keys(fields.get("aliases")), search)
 
 
-def search_fields(note_id: str, title: str, body: str) -> tuple[str, str, str]:
-    """A note's search fields but the backlinks: (head, headings, body), as `fts` stores them."""
+def search_fields(note_id: str, title: str, body: str) -> tuple[str, str, str, str]:
+    """A note's search fields but the backlinks: (head, headings, body), as `fts` stores them, and its
+    headings' keys."""
     from . import fts
     from .tokenize import field_text
 
-    return fts.head_text(note_id, title), fts.headings_text(body), field_text(body)
+    headings, keys = fts.headings_fields(body)
+    return fts.head_text(note_id, title), headings, field_text(body), keys
 
 
 def _note_bytes(how: Reading, note_id: str, stat: tuple[int, int]) -> tuple[bytes, str, str | None, tuple[int, int]]:

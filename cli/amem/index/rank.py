@@ -27,6 +27,16 @@ English titles 0.941 → 1.000 MRR@10 and Chinese 0.956 → 1.000 from a share o
 paraphrases and held-out questions unchanged. The title sets are page titles, so this tier wins them by
 construction. The title, not the id's base name: a note without a title is titled by its file name
 already, and counting base names as titles too changed no title query and cost headings a little more.
+   The exact-heading tier: a note with a heading that is the whole query (folded the same way, its
+   `{#anchor}` aside; any level, the note's own `# ` title line too), one word too, gains EXACT_HEADING ×
+   ΣIDF, a smaller share than the title's, so that a page titled as the query still outranks a page with
+   a heading of those words (and a titled page whose first line is that heading gains both).
+
+A page whose section is named by the query outranks pages that say its words more often: on the Vue docs,
+queries that are a `## ` heading, English 0.849 → 0.938 MRR@10 and Chinese 0.876 → 0.947 at a share of
+0.25 (0.900 / 0.906 at 0.05, 0.959 / 0.959 at 0.5), titles still 1.000, paraphrases and held-out questions
+unchanged at every share. The headings sets are the pages' own headings, so this tier wins them by
+construction; 0.25 keeps the title's share twice the heading's. See docs/performance.md.
 4. A graph boost: a note linked from other hits gains GRAPH_BOOST × the best score (1 + 2 + 3) among them.
    It re-ranks the best CANDIDATES + limit notes by 1 + 2 + 3; it adds no note that does not match.
 
@@ -55,6 +65,10 @@ CANDIDATES = 30
 PHRASE_TIERS: tuple[tuple[list[str], float], ...] = ((["head"], 1.05), (["headings"], 1.0), (["body"], 0.5))
 #: The exact-title tier: a note whose whole title is the query gains this share of ΣIDF on top of the rest.
 EXACT_TITLE = 0.5
+#: The exact-heading tier: a note with a heading that is the query gains this share of ΣIDF on top of the
+#: rest (the exact-title tier's too): less than EXACT_TITLE, so that a page titled as the query outranks a
+#: page with a heading of those words.
+EXACT_HEADING = 0.25
 #: A title's `{#anchor}` at its end, as `title_key` folds it.
 _ANCHOR_KEY = re.compile(r" \{#[^}]*\}")
 #: The temporary table (of the connection, gone with it) a query of several words scores its matches into
@@ -107,6 +121,8 @@ class Ranker:
         self._stored: int | None = None
         #: the exact-title tier's bonus of each note titled as the query (the filter applied)
         self.titled: dict[int, float] = {}
+        #: the exact-heading tier's bonus of each note with a heading that is the query (the filter applied)
+        self.headed: dict[int, float] = {}
 
     def total(self) -> int:
         return self.count()[0]
@@ -188,9 +204,10 @@ class Ranker:
         return self._rank_others(holders, [], depth)
 
     def _titled_tiers(self) -> list[_Tier]:
-        """The exact-title tier: the notes of `_exact`, each gaining its share of ΣIDF on top of the bonus
-        of the phrase tier it holds (looked up for these notes alone), as tiers of known notes, one per
-        bonus, to be scored first. No other note gains that share, so the bounds on the others stand."""
+        """The exact-title and exact-heading tiers: the notes of `_exact`, each gaining its shares of ΣIDF
+        on top of the bonus of the phrase tier it holds (looked up for these notes alone), as tiers of known
+        notes, one per bonus, to be scored first. No other note gains those shares, so the bounds on the
+        others stand."""
         shares = self._exact()
         if not shares:
             return []
@@ -205,24 +222,38 @@ class Ranker:
             if not left:
                 break
         groups: dict[float, set[int]] = {}
-        for doc, share in shares.items():
-            self.titled[doc] = extra = bounds.bonus * share
-            groups.setdefault(phrase[doc] + extra, set()).add(doc)
+        for doc, (title, heading) in shares.items():
+            if title:
+                self.titled[doc] = bounds.bonus * title
+            if heading:
+                self.headed[doc] = bounds.bonus * heading
+            groups.setdefault(phrase[doc] + bounds.bonus * title + bounds.bonus * heading, set()).add(doc)
         return [_Tier([], bonus, notes) for bonus, notes in sorted(groups.items(), reverse=True)]
 
-    def _exact(self) -> dict[int, float]:
+    def _exact(self) -> dict[int, tuple[float, float]]:
         """The (filtered) notes whose whole title is the query, found by the index of folded titles (a
-        title's `{#anchor}` aside), each with its share of ΣIDF (EXACT_TITLE)."""
+        title's `{#anchor}` aside), and those with a heading that is the query, found by the index of
+        folded headings (`note_headings`), each with its shares of ΣIDF: (EXACT_TITLE or 0, EXACT_HEADING
+        or 0)."""
         key = title_key(self.query.text)
-        if not key or EXACT_TITLE <= 0:
-            return {}
-        clause, params = self.filter.clause("rowid")
-        sql = (
-            "SELECT rowid, title_key FROM notes WHERE (title_key = ? OR (title_key >= ? AND title_key < ?))"
-            f" AND problem IS NULL{clause}"
-        )
-        rows = self.conn.execute(sql, [key, f"{key} {{#", f"{key} {{$", *params]).fetchall()
-        return {doc: EXACT_TITLE for doc, found in rows if found == key or _ANCHOR_KEY.fullmatch(found, len(key))}
+        shares: dict[int, tuple[float, float]] = {}
+        if not key:
+            return shares
+        if EXACT_TITLE > 0:
+            clause, params = self.filter.clause("rowid")
+            sql = (
+                "SELECT rowid, title_key FROM notes WHERE (title_key = ? OR (title_key >= ? AND title_key < ?))"
+                f" AND problem IS NULL{clause}"
+            )
+            for doc, found in self.conn.execute(sql, [key, f"{key} {{#", f"{key} {{$", *params]):
+                if found == key or _ANCHOR_KEY.fullmatch(found, len(key)):
+                    shares[doc] = (EXACT_TITLE, 0.0)
+        if EXACT_HEADING > 0:
+            clause, params = self.filter.clause("note")
+            sql = f"SELECT note FROM note_headings WHERE key = ?{clause}"
+            for (doc,) in self.conn.execute(sql, [key, *params]):
+                shares[doc] = (shares.get(doc, (0.0, 0.0))[0], EXACT_HEADING)
+        return shares
 
     def _match(self, fields: list[str]) -> str:
         """The FTS5 query for the query's phrases in these fields."""

@@ -160,6 +160,7 @@ def _search(
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
     keyword: list[tuple[int, float | None]] = []
     titled: dict[int, float] = {}
+    headed: dict[int, float] = {}
     try:
         if exact_title is not None:
             clause, params = where.clause("rowid")
@@ -172,7 +173,7 @@ def _search(
         else:
             ranker = Ranker(conn, parsed, where)
             ranked = list(ranker.rank(max(limit, semantic.depth) if semantic and semantic.fused else limit))
-            keyword, titled = ranked, ranker.titled
+            keyword, titled, headed = ranked, ranker.titled, ranker.headed
             if semantic is not None:  # it counts the total with the notes only its ranking found
                 ranked, total = semantic.fuse(query or "", ranked, ranker.count, where)
             else:
@@ -193,7 +194,7 @@ def _search(
             from .explain import add_explanations
 
             docs = [doc for doc, _ in ranked]
-            add_explanations(conn, result, docs, keyword, semantic, query, exact_title, titled)
+            add_explanations(conn, result, docs, keyword, semantic, query, exact_title, titled, headed)
     finally:
         conn.execute("COMMIT")
     return result
