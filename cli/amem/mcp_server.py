@@ -94,7 +94,7 @@ NoteId = Annotated[
     str,
     Field(description="Note id, e.g. 'projects/auth' (.md optional)."),
 ]
-Version = Annotated[str, Field(description="The note's `version` from your last wiki_read or wiki_write of it.")]
+Version = Annotated[str, Field(description="The `version` your last wiki_read or wiki_write of it gave.")]
 Folder = Annotated[str | None, Field(description="Only notes under this folder ('projects/').")]
 
 
@@ -146,7 +146,7 @@ def wiki_read(
 @tool(read_only=True)
 def wiki_search(
     config: Config,
-    query: Annotated[str, Field(description="Words to look for; any of them may match (OR).")],
+    query: Annotated[str, Field(description="Words to look for, OR-matched.")],
     exactTitle: Annotated[
         str | None,
         Field(description="Instead of ranking: every note titled this (any case)."),
@@ -163,8 +163,8 @@ def wiki_search(
 ) -> SearchResult:
     """Search notes by title, id and body keywords, ranked by relevance.
 
-    Words match as prefixes. `total` counts every match; `truncated`: maxResults cut the list. Cheap: use
-    before wiki_read."""
+    Words match as prefixes. `total` counts every match; `truncated`: cut by maxResults. Cheap: use before
+    wiki_read."""
     from .index import search as searching
     from .index.search import search
 
@@ -192,7 +192,7 @@ def wiki_list(
     ] = None,
     sort: Annotated[
         typing.Literal["id", "modified", "created"] | None,
-        Field(description="id (default), or newest first by modification time or frontmatter `created`."),
+        Field(description="id (default), or newest first by mtime or frontmatter `created`."),
     ] = None,
     maxResults: Annotated[int | None, Field(ge=1, description="Return at most this many notes.")] = None,
     since: Annotated[
