@@ -135,6 +135,18 @@ def test_an_operations_own_error_is_the_commands_own(tmp_path: Path, vault: Path
 
 
 _ids = itertools.count()
+
+
+def example_folder(vault: Path, notes: dict[str, str]) -> str:
+    """A folder of its own for one hypothesis example, holding `notes` (the last example's removed)."""
+    for old in vault.glob("ex*"):
+        shutil.rmtree(old)
+    folder = f"ex{next(_ids)}"
+    for name, text in notes.items():
+        write_file(vault / folder / f"{name}.md", text)
+    return folder
+
+
 WORDS = ["auth", "token", "Token", "keys", "session", "cache", "认证", "令牌", "the", "a", "file", "files", "x"]
 
 
@@ -181,11 +193,7 @@ def test_keeper_answers_equal_the_commands_own_over_random_vaults(
 ) -> None:
     # A folder of its own for each example (the last one's removed): a note is read first by the keeper,
     # so both reads meet the same last-seen record.
-    for old in vault.glob("ex*"):
-        shutil.rmtree(old)
-    folder = f"ex{next(_ids)}"
-    for name, text in notes.items():
-        write_file(vault / folder / f"{name}.md", text)
+    folder = example_folder(vault, notes)
     args = data.draw(commands(folder, sorted(notes)))
     kept = probe(tmp_path, *args)
     own = alone(tmp_path, *args)

@@ -11,7 +11,6 @@ import fcntl
 import itertools
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -33,7 +32,7 @@ from amem.index.keeper_client import INFO_FILE, LOCK_FILE
 from tests.conftest import write_file
 from tests.installed import amem_bin
 from tests.keeperproc import KeeperProcess, start_keeper, wait_until_stopped
-from tests.test_keeper_answers import WORDS, small_vault, vaults
+from tests.test_keeper_answers import WORDS, example_folder, small_vault, vaults
 
 #: The console script's own entry (`amem.__main__.main`) in a fresh interpreter, writing the modules it
 #: loaded to the file its first argument names, however it ends.
@@ -253,9 +252,6 @@ def test_an_environment_it_judges_is_judged_as_the_config_does(
         assert (fast.code, fast.stdout, fast.stderr) == (own.returncode, own.stdout, own.stderr), env
 
 
-_ids = itertools.count()
-
-
 @st.composite
 def command_lines(draw: st.DrawFn, folder: str, names: list[str]) -> tuple[list[str], bool]:
     """A command line as a user may spell it (options before, between and after the arguments, `=` or
@@ -313,11 +309,7 @@ def command_lines(draw: st.DrawFn, folder: str, names: list[str]) -> tuple[list[
 def test_the_fast_path_equals_the_commands_own_over_random_vaults_and_command_lines(
     tmp_path: Path, vault: Path, keeper: KeeperProcess, data: st.DataObject, notes: dict[str, str]
 ) -> None:
-    for old in vault.glob("ex*"):
-        shutil.rmtree(old)
-    folder = f"ex{next(_ids)}"
-    for name, text in notes.items():
-        write_file(vault / folder / f"{name}.md", text)
+    folder = example_folder(vault, notes)
     args, plain = data.draw(command_lines(folder, sorted(notes)))
     fast = console(tmp_path, *args)
     own = alone(tmp_path, *args)

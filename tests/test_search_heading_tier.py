@@ -14,6 +14,7 @@ from amem.config import Config
 from amem.index import rank
 from amem.index.search import search
 from tests.conftest import write_file
+from tests.test_search_title_tier import unrelated
 
 
 def ids(result: Mapping[str, Any]) -> list[str]:
@@ -31,8 +32,7 @@ def reactivity(vault: Path) -> None:
     )
     repeated = "Reactive props destructure is covered here; reactive props destructure, again. " * 3
     write_file(vault / "blog/notes.md", f"# Notes on 3.5\n\n## Reactive Props Destructure, explained\n\n{repeated}\n")
-    for i in range(6):
-        write_file(vault / f"other/o{i}.md", f"# Other {i}\n\nA page about something else, number {i}.\n")
+    unrelated(vault)
 
 
 def test_a_page_with_the_query_as_a_heading_outranks_a_page_that_says_it_more(vault: Path, config: Config) -> None:
@@ -53,8 +53,7 @@ def test_a_one_word_heading_and_a_chinese_one(vault: Path, config: Config) -> No
         vault / "zh/computed.md", f"# 响应式\n\n## 计算属性 {{#computed}}\n\n{'模板中的表达式虽然方便。' * 10}\n"
     )
     write_file(vault / "zh/api.md", "# 组合式 API\n\n计算属性的类型，计算属性，计算属性。\n")
-    for i in range(6):
-        write_file(vault / f"other/o{i}.md", f"# Other {i}\n\nA page about something else, number {i}.\n")
+    unrelated(vault)
     assert ids(search(config, "slots")) == ["components.md", "api.md"]
     assert ids(search(config, "计算属性")) == ["zh/computed.md", "zh/api.md"]
     assert ids(search(config, "Slots", folder="other")) == []
@@ -66,8 +65,7 @@ def test_a_page_titled_as_the_query_still_outranks_a_heading_of_it(vault: Path, 
     filler = "Watchers run a callback whenever a piece of reactive state changes, lazily by default. " * 10
     write_file(vault / "watchers.md", f"---\ntitle: Watchers\n---\nIntro.\n\n{filler}\n")
     write_file(vault / "guide.md", "# Essentials\n\n## Watchers\n\nWatchers, watchers: the watchers.\n")
-    for i in range(6):
-        write_file(vault / f"other/o{i}.md", f"# Other {i}\n\nA page about something else, number {i}.\n")
+    unrelated(vault)
     assert ids(search(config, "watchers")) == ["watchers.md", "guide.md"]
 
 

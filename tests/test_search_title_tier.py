@@ -15,6 +15,12 @@ from amem.index.search import search
 from tests.conftest import write_file
 
 
+def unrelated(vault: Path, text: str = "# Other {i}\n\nA page about something else, number {i}.\n") -> None:
+    """Six pages about something else, in other/: the query's words are rare, as in a real vault."""
+    for i in range(6):
+        write_file(vault / f"other/o{i}.md", text.format(i=i))
+
+
 def ids(result: Mapping[str, Any]) -> list[str]:
     return [hit["id"] for hit in result["hits"]]
 
@@ -33,8 +39,7 @@ def typed_refs(vault: Path) -> None:
         vault / "typescript/composition-api.md",
         f"# TypeScript with Composition API\n\n## Typing Template Refs\n\n{repeated}\n",
     )
-    for i in range(6):
-        write_file(vault / f"other/o{i}.md", f"# Other {i}\n\nA page about something else, number {i}.\n")
+    unrelated(vault)
 
 
 def test_a_page_titled_as_the_query_outranks_a_heading_of_it(vault: Path, config: Config) -> None:
@@ -53,8 +58,7 @@ def test_a_one_word_title_outranks_a_page_that_says_it_more(vault: Path, config:
         vault / "transition-group.md",
         "# TransitionGroup\n\n## Transition of a list\n\nEach transition of a list item: transition, transition.\n",
     )
-    for i in range(6):
-        write_file(vault / f"other/o{i}.md", f"# Other {i}\n\nA page about something else, number {i}.\n")
+    unrelated(vault)
     assert ids(search(config, "transition")) == ["transition.md", "transition-group.md"]
     assert ids(search(config, "Transition", folder="other")) == []
 
@@ -66,8 +70,7 @@ def test_a_chinese_title_outranks_a_heading_of_it(vault: Path, config: Config) -
         vault / "typescript.md",
         "# TypeScript 与组合式 API\n\n## 为计算属性标注类型\n\n计算属性会自动推导类型，计算属性的类型，计算属性。\n",
     )
-    for i in range(6):
-        write_file(vault / f"other/o{i}.md", f"# 其他 {i}\n\n无关的页面。\n")
+    unrelated(vault, "# 其他 {i}\n\n无关的页面。\n")
     assert ids(search(config, "计算属性")) == ["computed.md", "typescript.md"]
 
 

@@ -253,15 +253,8 @@ def test_the_installed_amem_ranks_a_larger_vault_as_the_full_ranking(isolated_en
         assert done.json["total"] == total
 
 
-def test_a_search_scores_the_matching_notes_once(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """However many of the hits' linking notes lie outside the best ones, BM25 runs once over the matches
-    of a query of several words: the notes the boost needs are looked up, not scored in another pass."""
-    root = isolated_env / "vault"
-    for i in range(60):
-        body = f"alpha beta {'gamma ' * (i % 7)}\n[[n{(i + 1) % 60}]]"
-        write_file(root / f"n{i}.md", f"---\ntitle: note {i}\n---\n{body}\n")
-    config = load_config(vault=root)
-    search(config, "alpha beta")  # the build
+def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL statement the indexes opened from now on run, in order."""
     statements: list[str] = []
     real_open = VaultIndex._open
 
@@ -271,6 +264,19 @@ def test_a_search_scores_the_matching_notes_once(isolated_env: Path, monkeypatch
         return conn
 
     monkeypatch.setattr(VaultIndex, "_open", traced)
+    return statements
+
+
+def test_a_search_scores_the_matching_notes_once(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many of the hits' linking notes lie outside the best ones, BM25 runs once over the matches
+    of a query of several words: the notes the boost needs are looked up, not scored in another pass."""
+    root = isolated_env / "vault"
+    for i in range(60):
+        body = f"alpha beta {'gamma ' * (i % 7)}\n[[n{(i + 1) % 60}]]"
+        write_file(root / f"n{i}.md", f"---\ntitle: note {i}\n---\n{body}\n")
+    config = load_config(vault=root)
+    search(config, "alpha beta")  # the build
+    statements = traced_statements(monkeypatch)
     result = search(config, "alpha beta", limit=3)
     assert len(result["hits"]) == 3 and result["total"] == 60
     scoring = [sql for sql in statements if "bm25(" in sql]
@@ -329,15 +335,7 @@ def test_notes_titled_as_the_query_are_scored_in_the_same_pass(
         write_file(root / f"n{i}.md", f"---\ntitle: {title}\n---\n{body}\n")
     config = load_config(vault=root)
     search(config, "alpha beta")  # the build
-    statements: list[str] = []
-    real_open = VaultIndex._open
-
-    def traced(self: VaultIndex) -> sqlite3.Connection:
-        conn = real_open(self)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(VaultIndex, "_open", traced)
+    statements = traced_statements(monkeypatch)
     result = search(config, "alpha beta", limit=3)
     assert {hit["id"] for hit in result["hits"][:2]} == {"n3.md", "n40.md"}
     assert len([sql for sql in statements if "bm25(" in sql]) == 1, json.dumps(statements, ensure_ascii=False)
