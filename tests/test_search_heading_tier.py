@@ -111,3 +111,21 @@ def test_explain_shows_the_tier_s_part_of_the_score(vault: Path, config: Config,
     assert hits[0]["score"] == headed["keywordScore"] and hits[0]["score"] > headed["headingBonus"] > 0
     plain = amem("search", "Reactive", "Props", "Destructure").json
     assert [hit["score"] for hit in plain["hits"]] == [hit["score"] for hit in hits]
+
+
+def test_a_heading_written_with_markup_is_found_by_its_visible_text(vault: Path, config: Config) -> None:
+    """Code marks, emphasis, a link's address and backslash escapes are how a heading is written, not what
+    a reader sees nor what a user types: `` ## `Reactive` Props **Destructure** `` is the heading "Reactive
+    Props Destructure", and outranks the page that says it more often as the unmarked heading does."""
+    reactivity(vault)
+    text = (vault / "guide/props.md").read_text(encoding="utf-8")
+    marked = text.replace("## Reactive Props Destructure", "## `Reactive` Props **Destructure**")
+    marked += "\n## See [the API](../api/sfc-script-setup.md#define-props)\n\nMore.\n"
+    marked += "\n## Escaped \\*Stars\\*\n\nText.\n"
+    write_file(vault / "guide/props.md", marked)
+    assert ids(search(config, "Reactive Props Destructure")) == ["guide/props.md", "blog/notes.md"]
+    for query in ("Reactive Props Destructure", "see the API", "escaped stars"):
+        hits = search(config, query, explain=True)["hits"]
+        assert hits[0]["id"] == "guide/props.md" and hits[0]["explain"]["headingBonus"] > 0, query
+    # Only the key drops the markup: the search row still holds every word the note says.
+    assert ids(search(config, "sfc script setup")) == ["guide/props.md"]

@@ -9,8 +9,9 @@ Each row has four fields, all stored as the terms `tokenize.terms_of` gives (spa
 - `links`: the ids of the notes that link to this one (rewritten when those links change),
 - `body`: the whole body.
 
-Beside it, `note_headings` holds each searchable note's headings folded as `tokenize.title_key` folds a
-title, a trailing `{#anchor}` aside (distinct per note), for the ranking's exact-heading tier: written and
+Beside it, `note_headings` holds each searchable note's headings as a reader sees them (a trailing
+`{#anchor}`, code marks, emphasis marks, a link's address and backslash escapes aside), folded as
+`tokenize.title_key` folds a title (distinct per note), for the ranking's exact-heading tier: written and
 deleted with the note's search row.
 """
 
@@ -38,6 +39,10 @@ _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
 _HEADINGS = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
 #: A heading's `{#anchor}` at its end.
 _ANCHOR = re.compile(r"[ \t]*\{#[^}]*\}$")
+#: How a heading is written rather than what it says: `[label](address)` (the label is kept), and code and
+#: emphasis marks and a backslash escaping the next character (dropped).
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MARKS = re.compile(r"[`*]+|\\(?=[!-/:-@\[-`{-~])")
 #: Between two heading keys in one string (no heading holds a line break).
 KEY_SEPARATOR = "\n"
 
@@ -64,8 +69,17 @@ def headings_fields(body: str) -> tuple[str, str]:
     """A body's headings field and its headings' distinct keys for `note_headings` (KEY_SEPARATOR between
     them), its headings found once."""
     found = headings(body)
-    keys = dict.fromkeys(title_key(_ANCHOR.sub("", heading)) for heading in found)
+    keys = dict.fromkeys(heading_key(heading) for heading in found)
     return SEPARATOR.join(map(field_text, found)), KEY_SEPARATOR.join(key for key in keys if key)
+
+
+def heading_key(heading: str) -> str:
+    """A heading's key in `note_headings`: its visible text, folded as a title is (`_` is a separator
+    there, so emphasis written with underscores goes too)."""
+    text = _ANCHOR.sub("", heading)
+    if "[" in text:
+        text = _LINK.sub(r"\1", text)
+    return title_key(_MARKS.sub("", text))
 
 
 def links_text(source_ids: Iterable[str]) -> str:
