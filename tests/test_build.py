@@ -575,3 +575,30 @@ def test_a_cold_build_stopped_with_its_links_unindexed_is_taken_as_current_and_f
     finally:
         index.close()
     assert index_dump(cache) == finished_dump
+
+
+def test_a_cold_build_of_several_batches_resolves_its_links_as_if_the_unreadable_notes_were_not_there(
+    vault: Path,
+) -> None:
+    from amem.config import load_config
+    from amem.index.batch import BATCH
+    from amem.index.index import VaultIndex
+    from amem.notes.links import resolve_stored
+
+    rng = random.Random(9)
+    ids = make_vault(vault, rng, 1300)
+    assert len(ids) > 2 * BATCH
+    unreadable = set(rng.sample(ids, 30))  # link targets, found unreadable batch after batch
+    for note_id in unreadable:
+        (vault / note_id).write_bytes(b"\xff\xfe not UTF-8 [[alpha-1]]")
+    index = VaultIndex(load_config())
+    try:
+        index.refresh()
+        stored = index.conn.execute("SELECT DISTINCT target, resolved FROM links").fetchall()
+    finally:
+        index.close()
+    resolver = LinkResolver([i for i in ids if i not in unreadable], (".md",))
+    assert len(stored) > 100
+    assert {target: resolved for target, resolved in stored} == {
+        target: resolve_stored(resolver, target) for target, _ in stored
+    }
