@@ -186,11 +186,7 @@ class _Batch:
             return
         conn = self.conn
         if self.cold:
-            self._cold_left -= len(batch)
-            done = self._cold_left <= 0  # the last batch: every link now resolves as it will stay
-            conn.execute("DELETE FROM meta WHERE key = ?" if done else _SET_META, (_COLD_BUILD,))
-            if not done and not self._links_unindexed:  # its first batch of several
-                self._drop_link_indexes()
+            self._cold_batch(len(batch))
         known, readable_before, old_targets = self._forget(batch)
         keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
         added: list[str] = []
@@ -239,9 +235,16 @@ class _Batch:
             for note_id in added:
                 self._memory.add(note_id)
         self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
-        if self.cold and self._cold_left <= 0:
-            self._index_links()
         self._cold_links_done()
+
+    def _cold_batch(self, size: int) -> None:
+        """A cold build's batch begins: its mark is set until the last; its first of several drops the
+        links indexes."""
+        self._cold_left -= size
+        done = self._cold_left <= 0  # the last batch: every link now resolves as it will stay
+        self.conn.execute("DELETE FROM meta WHERE key = ?" if done else _SET_META, (_COLD_BUILD,))
+        if not done and not self._links_unindexed:
+            self._drop_link_indexes()
 
     def _drop_link_indexes(self) -> None:
         """A cold build stores its links unindexed, in the transaction that sets its mark (see
@@ -263,8 +266,10 @@ class _Batch:
 
     def _cold_links_done(self) -> None:
         """After a cold build's last batch every link is resolved: the resolver of every note and its memo
-        go before the snapshot is stored and the second pass starts (a third of a big build's memory)."""
+        go before the snapshot is stored and the second pass starts (a third of a big build's memory); its
+        links are indexed."""
         if self.cold and self._cold_left <= 0:
+            self._index_links()
             self._memory = None
             self._resolved = {}
 
