@@ -473,3 +473,132 @@ def test_the_notes_a_worker_receives_packed_are_the_notes_given(notes: list[tupl
     chunks = list(unpacked(*pack(notes)))
     assert [note for chunk in chunks for note in chunk] == notes
     assert all(len(chunk) == CHUNK for chunk in chunks[:-1])
+
+
+# --- the links of a cold build, indexed once ---------------------------------------------------------
+
+
+def schema_of(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+    return conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name").fetchall()
+
+
+def test_a_cold_build_stores_its_links_unindexed_and_indexes_them_once_with_the_schemas_own_indexes(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from amem.config import load_config
+    from amem.index import fts
+    from amem.index.batch import BATCH, _Batch
+    from amem.index.index import _SCHEMA, VaultIndex, _statements
+
+    ids = make_vault(vault, random.Random(5), 1300)
+    batches = -(-len(ids) // BATCH)
+    assert batches >= 2
+    seen: list[int] = []
+    real = _Batch._store_links
+
+    def counting(self: _Batch, *args: Any) -> Any:
+        seen.append(self.conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'links_%'").fetchone()[0])
+        return real(self, *args)
+
+    monkeypatch.setattr(_Batch, "_store_links", counting)
+    index = VaultIndex(load_config())
+    try:
+        assert index.refresh().added == len(ids)
+        built = schema_of(index.conn)
+        links = index.conn.execute("SELECT count(*) FROM links").fetchone()[0]
+    finally:
+        index.close()
+    assert links > len(ids) and seen == [0] * batches  # each batch's links stored with no index to keep
+    # The indexes it made at its end are the schema's, as an index created empty holds them.
+    fresh = sqlite3.connect(":memory:")
+    for statement in _statements(_SCHEMA + fts.SCHEMA):
+        fresh.execute(statement)
+    assert built == schema_of(fresh)
+    assert [name for _, name, _, _ in built if name.startswith("links_")] == [
+        "links_nkey",
+        "links_resolved",
+        "links_src",
+        "links_target",
+        "links_tkey",
+    ]
+    # A refresh that is no cold build keeps them as they are.
+    write_file(vault / "new.md", "# New\n\n[[alpha-1]] and [[nowhere]]\n")
+    seen.clear()
+    index = VaultIndex(load_config())
+    try:
+        assert index.refresh().added == 1
+        assert schema_of(index.conn) == built
+    finally:
+        index.close()
+    assert seen == [5]
+
+
+def test_a_cold_build_stopped_with_its_links_unindexed_is_taken_as_current_and_finished_with_them(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from amem.config import load_config
+    from amem.index.batch import _Batch
+    from amem.index.index import VaultIndex
+
+    make_vault(vault, random.Random(6), 1300)
+    real = _Batch.write
+    calls: list[int] = []
+
+    def stopping(self: _Batch, batch: list[str]) -> None:
+        calls.append(len(batch))
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # as Ctrl-C in its second batch
+        real(self, batch)
+
+    monkeypatch.setattr(_Batch, "write", stopping)
+    index = VaultIndex(load_config())
+    with pytest.raises(KeyboardInterrupt):
+        index.refresh()
+    index.close()
+    monkeypatch.setattr(_Batch, "write", real)
+    index = VaultIndex(load_config())
+    try:
+        conn = index.conn  # opened: not thrown away for the links indexes it lacks
+        assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == calls[0]
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'links_%'").fetchone()[0] == 0
+        index.refresh()
+        finished = schema_of(conn)
+    finally:
+        index.close()
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    finished_dump = index_dump(cache)
+    shutil.rmtree(cache)
+    index = VaultIndex(load_config())
+    try:
+        index.refresh()
+        assert schema_of(index.conn) == finished
+    finally:
+        index.close()
+    assert index_dump(cache) == finished_dump
+
+
+def test_a_cold_build_of_several_batches_resolves_its_links_as_if_the_unreadable_notes_were_not_there(
+    vault: Path,
+) -> None:
+    from amem.config import load_config
+    from amem.index.batch import BATCH
+    from amem.index.index import VaultIndex
+    from amem.notes.links import resolve_stored
+
+    rng = random.Random(9)
+    ids = make_vault(vault, rng, 1300)
+    assert len(ids) > 2 * BATCH
+    unreadable = set(rng.sample(ids, 30))  # link targets, found unreadable batch after batch
+    for note_id in unreadable:
+        (vault / note_id).write_bytes(b"\xff\xfe not UTF-8 [[alpha-1]]")
+    index = VaultIndex(load_config())
+    try:
+        index.refresh()
+        stored = index.conn.execute("SELECT DISTINCT target, resolved FROM links").fetchall()
+    finally:
+        index.close()
+    resolver = LinkResolver([i for i in ids if i not in unreadable], (".md",))
+    assert len(stored) > 100
+    assert {target: resolved for target, resolved in stored} == {
+        target: resolve_stored(resolver, target) for target, _ in stored
+    }

@@ -85,6 +85,7 @@ class _Batch:
         self._back: list[str] | None = None  # the last batch left, whose notes this process reads ahead
         self._kept_back: list[ReadNote] = []  # those notes, read while the worker had none at hand
         self._first_rowid = 1  # in a cold build, the rowid of the batch's first note (see `ordered`)
+        self._links_unindexed = False  # a cold build's links table is without its indexes (see write)
         if self.cold:
             self._memory = CompactResolver(ids, self.config.extensions)
             # The search fields a cold build makes as it reads, for its second pass (never read twice).
@@ -185,9 +186,7 @@ class _Batch:
             return
         conn = self.conn
         if self.cold:
-            self._cold_left -= len(batch)
-            done = self._cold_left <= 0  # the last batch: every link now resolves as it will stay
-            conn.execute("DELETE FROM meta WHERE key = ?" if done else _SET_META, (_COLD_BUILD,))
+            self._cold_batch(len(batch))
         known, readable_before, old_targets = self._forget(batch)
         keys: set[str] = set()  # targets that a note appearing or vanishing may now resolve differently
         added: list[str] = []
@@ -238,10 +237,39 @@ class _Batch:
         self._mark_backlinks(self._store_links(link_rows, keys, old_targets))
         self._cold_links_done()
 
+    def _cold_batch(self, size: int) -> None:
+        """A cold build's batch begins: its mark is set until the last; its first of several drops the
+        links indexes."""
+        self._cold_left -= size
+        done = self._cold_left <= 0  # the last batch: every link now resolves as it will stay
+        self.conn.execute("DELETE FROM meta WHERE key = ?" if done else _SET_META, (_COLD_BUILD,))
+        if not done and not self._links_unindexed:
+            self._drop_link_indexes()
+
+    def _drop_link_indexes(self) -> None:
+        """A cold build stores its links unindexed, in the transaction that sets its mark (see
+        `index.link_indexes`): other processes take the index as current all the same."""
+        from .index import link_indexes
+
+        for name, _ in link_indexes():
+            self.conn.execute(f"DROP INDEX IF EXISTS {name}")
+        self._links_unindexed = True
+
+    def _index_links(self, only: tuple[str, ...] = ()) -> None:
+        """Make the links indexes missing (those named in `only`, or all): after a cold build's last batch,
+        when a refresh finishes a killed one, or when a cold build must look links up by key."""
+        from .index import link_indexes
+
+        for name, sql in link_indexes():
+            if not only or name in only:
+                self.conn.execute(sql.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
+
     def _cold_links_done(self) -> None:
         """After a cold build's last batch every link is resolved: the resolver of every note and its memo
-        go before the snapshot is stored and the second pass starts (a third of a big build's memory)."""
+        go before the snapshot is stored and the second pass starts (a third of a big build's memory); its
+        links are indexed."""
         if self.cold and self._cold_left <= 0:
+            self._index_links()
             self._memory = None
             self._resolved = {}
 
@@ -268,6 +296,7 @@ class _Batch:
         conn = self.conn
         if conn.execute("SELECT 1 FROM meta WHERE key = ?", (_COLD_BUILD,)).fetchone() is None:
             return
+        self._index_links()
         resolver = self.index._resolver(bulk=True)
         moved: set[str] = set()
         updates = []
@@ -359,6 +388,8 @@ class _Batch:
         if not keys:
             return set()
         conn = self.conn
+        if self._links_unindexed:  # a cold build's links looked up by key: worth two of their indexes
+            self._index_links(("links_tkey", "links_nkey"))
         wanted = sorted(map(link_key, keys))
         rows = set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", wanted))
         names = [key for key in wanted if "/" not in key]

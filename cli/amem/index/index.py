@@ -14,6 +14,7 @@ The index is a cache: any damage (a corrupt file, a missing table, another layou
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -216,7 +217,9 @@ class VaultIndex:
         master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
         if not any(name == "meta" for _, name, _ in master):
             return False
-        stored = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('settings', 'schema')"))
+        stored = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('settings', 'schema', 'cold-build')"))
+        if "cold-build" in stored:  # a cold build half way holds its links unindexed (see link_indexes)
+            master = _with_link_indexes(master)
         return stored.get("settings") == self._settings() and stored.get("schema") == _fingerprint(master)
 
     def _create(self, conn: sqlite3.Connection) -> None:
@@ -701,6 +704,29 @@ class VaultIndex:
 #: Tables an optional feature keeps in the index database (semantic search's vectors, which it creates on
 #: first use): not part of the layout, so they never make the index look foreign; a rebuild drops them too.
 _FEATURE_TABLES = ("semantic_", "sqlite_autoindex_semantic_")
+
+
+@functools.cache
+def link_indexes() -> list[tuple[str, str]]:
+    """(name, statement) of each index of the links table, as the schema creates it. A cold build stores
+    its links without them and makes them once, after its last batch (keeping five indexes up to date row
+    by row was most of the SQLite work of its first pass); until then its `cold-build` mark is in `meta`,
+    and whichever refresh finishes a killed build makes them first."""
+    found = []
+    for statement in _statements(_SCHEMA):
+        sql = statement[statement.find("CREATE") :].strip()
+        words = sql.split()
+        if words[:2] == ["CREATE", "INDEX"] and words[4] == "links":
+            found.append((words[2], sql))
+    return found
+
+
+def _with_link_indexes(master: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """`sqlite_master`'s (type, name, sql), ordered by name, as it is once the links are indexed."""
+    present = {row[1] for row in master}
+    rows = list(master)
+    rows += [("index", name, sql) for name, sql in link_indexes() if name not in present]
+    return sorted(rows, key=lambda row: str(row[1]))
 
 
 def _fingerprint(master: list[tuple[Any, ...]]) -> str:
