@@ -196,3 +196,85 @@ def test_a_kept_index_is_not_fingerprinted_again_until_it_changes(vault: Path, m
     finally:
         for index, _ in searching._kept:
             index.close()
+
+
+def test_a_search_that_stores_its_scores_leaves_the_kept_fingerprint_standing(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query of several words scores its matches into a temporary table of the kept connection: that write
+    changes nothing of the notes, so the next fused search reuses the fingerprint; another connection's
+    refresh still makes it read the snapshot again."""
+    from amem.index import rank, snapshot
+    from amem.index import search as searching
+
+    monkeypatch.setattr(searching, "KEEP_INDEX", True)
+    monkeypatch.setattr(searching, "_kept", [])
+    write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
+    write_file(vault / "keys.md", "# Keys\n\nA token per client, rotated monthly.\n")
+    config = load_config()
+    read: list[int] = []
+    stored = snapshot.stored_bytes
+    scored: list[str] = []
+    rank_others = rank.Ranker._rank_others
+
+    def counting(conn: sqlite3.Connection) -> bytes | None:
+        read.append(1)
+        return stored(conn)
+
+    def noting(self: rank.Ranker, *args: Any) -> Any:
+        found = rank_others(self, *args)
+        scored.append(str(self._stored))
+        return found
+
+    monkeypatch.setattr(snapshot, "stored_bytes", counting)
+    monkeypatch.setattr(rank.Ranker, "_rank_others", noting)
+    try:
+        first = search(config, "token lifetime", semantic=True)
+        assert scored and scored[-1] != "None"  # its matches went through the temporary table
+        before = len(read)
+        assert before >= 1
+        assert search(config, "token lifetime", semantic=True) == first
+        search(config, "token", semantic=True)
+        assert len(read) == before  # the temporary table's rows are no change of the index
+        write_file(vault / "garden.md", "# Garden\n\nWater the tomatoes twice a week.\n")
+        other = VaultIndex(config, Reporter())
+        try:
+            other.refresh()
+        finally:
+            other.close()
+        assert "garden.md" in ids(search(config, "tomatoes watering", semantic=True))
+        assert len(read) > before
+    finally:
+        for index, _ in searching._kept:
+            index.close()
+
+
+def test_temporary_writes_do_not_hide_another_connections_commit(vault: Path) -> None:
+    """The fingerprint stands through this connection's temporary writes only while no other connection
+    committed since it was taken: a refresh by another process in between makes it taken again."""
+    from amem.index.vectors import index_fingerprint, temporary_writes_since
+
+    write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
+    config = load_config()
+    mine, other = VaultIndex(config, Reporter()), VaultIndex(config, Reporter())
+    try:
+        mine.refresh()
+        conn = mine.conn
+        before = index_fingerprint(conn)
+        changes = conn.total_changes
+        write_file(vault / "garden.md", "# Garden\n\nWater the tomatoes twice a week.\n")
+        other.refresh()
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS scratch (x)")
+        conn.execute("INSERT INTO scratch VALUES (1)")
+        temporary_writes_since(conn, changes)
+        assert index_fingerprint(conn) != before
+        # without another connection's commit, the same writes leave it standing
+        again = index_fingerprint(conn)
+        changes = conn.total_changes
+        conn.execute("INSERT INTO scratch VALUES (2)")
+        temporary_writes_since(conn, changes)
+        write_file(vault / "garden.md", "# Garden\n\nWater the roses.\n")
+        assert index_fingerprint(conn) == again  # the file changed, but no index has seen it yet
+    finally:
+        mine.close()
+        other.close()

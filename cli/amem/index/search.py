@@ -157,6 +157,7 @@ def _search(
     semantic = _semantic_ranker(index, reporter, query or "", where) if fuse else None
     conn = index.conn
     parsed = Query(query or "")
+    changes = conn.total_changes
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
     keyword: list[tuple[int, float | None]] = []
     titled: dict[int, float] = {}
@@ -197,6 +198,10 @@ def _search(
             add_explanations(conn, result, docs, keyword, semantic, query, exact_title, titled, headed)
     finally:
         conn.execute("COMMIT")
+    if conn.total_changes != changes:  # the ranking's temporary scores only: the vectors' fingerprint stands
+        from .vectors import temporary_writes_since
+
+        temporary_writes_since(conn, changes)
     return result
 
 

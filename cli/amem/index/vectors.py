@@ -46,6 +46,17 @@ def fingerprint_stands(conn: sqlite3.Connection, fingerprint: str | None) -> Non
     _remember(conn, _unchanged_since(conn), fingerprint)
 
 
+def temporary_writes_since(conn: sqlite3.Connection, changes: int) -> None:
+    """This connection wrote only temporary tables (a search's scores, `rank.SCORES`) since its total_changes
+    was `changes`: a fingerprint that stood then, with no other connection's commit since (its data_version
+    the same), stands still, and the next fused search of this connection reuses it."""
+    version, now = _unchanged_since(conn)
+    for kept, (kept_version, kept_changes), fingerprint in _fingerprints:
+        if kept is conn and kept_version == version and kept_changes == changes and now != changes:
+            _remember(conn, (version, now), fingerprint)
+            return
+
+
 def _remember(conn: sqlite3.Connection, mark: tuple[int, int], fingerprint: str | None) -> None:
     _fingerprints[:] = [entry for entry in _fingerprints if entry[0] is not conn][-(_FINGERPRINTS_KEPT - 1) :]
     if not conn.in_transaction:
