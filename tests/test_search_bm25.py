@@ -101,8 +101,8 @@ def test_bm25_outside_fts5_is_fts5s(
                 found = ranker.bm25_of(rowids)
             # matched as it was: the same notes, the same scores
             assert fts5_bm25(conn, ranker.expression or "") == expected, (text, ranker.expression)
-            if found is None:
-                assert prefixes_of_several_terms(conn, query), text
+            if found is None:  # hits or instances not known from the statistics
+                assert prefixes_of_several_terms(conn, query) or not all(w.prefix for w in query.words), text
                 continue
             assert found == {doc: score for doc, score in expected.items() if doc in filtered}, text
     finally:

@@ -425,7 +425,8 @@ class Ranker:
             match = f"{{{' '.join(tier.fields)}}} : ({' OR '.join(self.query.phrases)})"
             for (doc,) in self.conn.execute(sql, (match, json.dumps([s for s in sources if s not in bonus]))):
                 bonus[doc] = tier.bonus
-        scores = self.bm25_of(sources) if len(sources) <= OUTSIDE else None
+        # Scored here once the statistics are read (a query of several words); a word's own costs a walk.
+        scores = self.bm25_of(sources) if self._bounds is not None and len(sources) <= OUTSIDE else None
         for doc, score in (self._fts5_bm25(sources) if scores is None else scores).items():
             self._scored[doc] = score + bonus[doc] if doc in bonus else score
 
@@ -433,15 +434,16 @@ class Ranker:
         """FTS5's BM25 of those of these notes that match (the filter applied), to the last bit, computed
         here as FTS5 computes it (see _Bounds) from the index's statistics (the notes and their terms
         counted, each note's size) and the notes' stored terms, without a pass over every match: each
-        `bm25()` statement walks the matches and each phrase's postings for its IDF again. None when a
-        phrase's number of matching notes is not known (a prefix of several terms: the notes holding any
-        of them). A note holding what the `ascii` tokenizer would read otherwise than its spaces say is
-        scored by FTS5."""
+        `bm25()` statement walks the matches and each phrase's postings for its IDF again. None unless
+        each word of the query is a prefix of one stored term at most: then its hits are that term's
+        (a prefix of several terms matches the notes holding any of them: not known) and its instances
+        in a note are the places a stored term starts so. A note holding what the `ascii` tokenizer would
+        read otherwise than its spaces say is scored by FTS5."""
         if not docs or self.expression is None:
             return {}
         bounds = self._bounds = self._bounds or self._statistics()
         totals = _totals(self.conn)
-        known = [found for found in bounds.hits if found is not None]
+        known = [found for found in bounds.hits if found is not None and found[2]]
         if totals is None or len(known) < len(bounds.hits):
             return None
         rows, tokens = totals
@@ -450,7 +452,7 @@ class Ranker:
         for _, hits, _ in known:
             idf = math.log((rows - hits + 0.5) / (hits + 0.5))
             idfs.append(idf if idf > 0.0 else 1e-6)
-        terms = [(term, alone) for term, _, alone in known]
+        terms = [f" {term}" for term, _, _ in known]
         weights = (HEAD_WEIGHT, HEADINGS_WEIGHT, LINKS_WEIGHT, BODY_WEIGHT)
         clause, params = self.filter.clause("c.id")
         sql = (
@@ -483,21 +485,15 @@ class Ranker:
         return dict(self.conn.execute(sql, [*self._args(), json.dumps(sorted(docs))]))
 
 
-def _frequencies(texts: list[str], terms: list[tuple[str, bool]], weights: Sequence[float]) -> list[float]:
+def _frequencies(texts: list[str], starts: list[str], weights: Sequence[float]) -> list[float]:
     """Each term's weighted count in these fields (their terms stored space-separated, a space before the
-    first), as FTS5's BM25 adds them up: the field's weight once per instance. A term no other begins with
-    (`alone`) is counted as the spaces before it, another among the field's terms."""
-    split: list[list[str]] = []
+    first), as FTS5's BM25 adds them up: the field's weight once per instance. No other term begins with
+    any of these, so a term's instances are its starts (a space, the term)."""
     freqs = []
-    for term, alone in terms:
+    for start in starts:
         freq = 0.0
-        for i, (text, weight) in enumerate(zip(texts, weights, strict=True)):
-            if alone:
-                count = text.count(f" {term}")
-            else:
-                split = split or [field.split(" ") for field in texts]
-                count = split[i].count(term)
-            for _ in range(count):
+        for text, weight in zip(texts, weights, strict=True):
+            for _ in range(text.count(start)):
                 freq += weight
         freqs.append(freq)
     return freqs
@@ -526,8 +522,8 @@ class _Bounds:
         self.notes = notes
         self.least = least
         #: per FTS5 phrase of the query (a word), when it is one term (a prefix of one term: that term), the
-        #: term, the number of notes holding it (FTS5's hits for its IDF) and whether it is known that no
-        #: other term begins with it
+        #: term, the number of notes holding it (FTS5's hits for its IDF) and whether no other term is known
+        #: to begin with it (a prefix's)
         self.hits = hits
 
     def bm25(self) -> float:
