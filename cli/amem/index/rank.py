@@ -71,6 +71,15 @@ EXACT_TITLE = 0.5
 EXACT_HEADING = 0.25
 #: A title's `{#anchor}` at its end, as `title_key` folds it.
 _ANCHOR_KEY = re.compile(r" \{#[^}]*\}")
+#: FTS5's BM25 parameters.
+K1 = 1.2
+B = 0.75
+#: The most of the boost's linking notes scored here rather than by FTS5 (see Ranker.bm25_of): each costs
+#: reading its terms, where FTS5's pass costs walking every match (and, on a vault of long notes, more).
+OUTSIDE = 200
+#: The UTF-8 bytes the `ascii` tokenizer reads as the terms are stored (space-separated, folded): a
+#: space, a lowercase letter, a digit, and every byte of a character beyond ASCII (a term character).
+_TERM_BYTES = b" abcdefghijklmnopqrstuvwxyz0123456789" + bytes(range(0x80, 0x100))
 #: The temporary table (of the connection, gone with it) a query of several words scores its matches into
 #: when the notes holding no phrase may rank among the best.
 SCORES = "temp.amem_scores"
@@ -102,8 +111,11 @@ class Ranker:
     other note can, and none is scored. When the notes holding no phrase may
     rank among the best, every match not scored yet is scored once, in SQLite, into a temporary table of
     this connection (where the boost's linking notes and `total` are looked up); a query of one word ranks
-    them by one sorted pass instead. The boost's linking notes outside the best are scored by one more pass,
-    and only those that could be a hit's best linking note. `total` is otherwise a count."""
+    them by one sorted pass instead. The boost's linking notes outside the best are scored, only those that
+    could be a hit's best linking note, from the index's statistics and their stored terms (`bm25_of`: the
+    same doubles, without FTS5's walk of every match again). `total` is otherwise a count. A word that is a
+    prefix of one stored term only is matched as that term (the same notes, the same BM25): FTS5 then reads
+    that term's postings, not a prefix's merged ones."""
 
     def __init__(self, conn: sqlite3.Connection, query: Query, where: Filter) -> None:
         self.conn = conn
@@ -270,8 +282,7 @@ class Ranker:
         bonus = {doc: tier.bonus for tier in tiers for doc in tier.notes or ()}
         if not bonus:
             return
-        sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
-        for doc, score in self.conn.execute(sql, [*self._args(), json.dumps(sorted(bonus))]):
+        for doc, score in self._fts5_bm25(bonus).items():
             self._scored[doc] = score + bonus[doc]
 
     def _rank_others(self, holders: set[int], tiers: list[_Tier], depth: int) -> list[tuple[int, float]]:
@@ -312,7 +323,9 @@ class Ranker:
     def _statistics(self) -> _Bounds:
         """ΣIDF of the query's words for the phrase bonus, each word's df the notes holding its terms (a
         prefix: its terms' df summed, at most N; a phrase of CJK pairs: its rarest pair); and, for the
-        bound on BM25, a number of notes each word's FTS5 phrase matches at least (0 when unknown)."""
+        bound on BM25, a number of notes each word's FTS5 phrase matches at least (0 when unknown); for
+        `bm25_of`, each word's term and hits when known exactly. A word that is a prefix of one stored term
+        only becomes that term in the query's expression."""
         conn = self.conn
         # All notes less the few unreadable ones: counted in a narrow index and the problems' partial
         # index, not by reading every row of the wide notes table.
@@ -321,23 +334,36 @@ class Ranker:
         ).fetchone()
         total = 0.0
         least: list[int] = []
+        hits: list[tuple[str, int, bool] | None] = []
+        phrases: list[str] = []
         for word in self.query.words:
             dfs = []
             largest = 0
+            phrase, found = word.expression(), None
             for i, term in enumerate(word.terms):
                 if word.prefix and i == len(word.terms) - 1:
                     row = conn.execute(
-                        "SELECT sum(doc), max(doc) FROM search_vocab WHERE term >= ? AND term < ?",
+                        "SELECT sum(doc), max(doc), count(*), min(term) FROM search_vocab WHERE term >= ? AND term < ?",
                         (term, _prefix_end(term)),
                     ).fetchone()
+                    if len(word.terms) == 1 and row[2] == 1 and '"' not in row[3]:  # a prefix of one term
+                        found, phrase = (row[3], row[0], True), f'"{row[3]}"'
+                    elif len(word.terms) == 1 and row[2] == 0:
+                        found = (term, 0, True)
                 else:
                     row = conn.execute("SELECT doc, doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
+                    found = (term, row[0] if row else 0, False) if len(word.terms) == 1 else None
                 dfs.append(min(n, row[0] or 0) if row else 0)
                 largest = (row[1] or 0) if row else 0
             df = min(dfs) if dfs else 0
             total += math.log(1 + (n - df + 0.5) / (df + 0.5))
             least.append(largest if len(word.terms) == 1 else 0)
-        return _Bounds(total, notes, least)
+            hits.append(found)
+            phrases.append(phrase)
+        # The same notes and BM25 as the query's own expression: FTS5 then reads the term's postings alone,
+        # not a prefix's merged from the index.
+        self.expression = " OR ".join(phrases) if phrases else self.expression
+        return _Bounds(total, notes, least, hits)
 
     def _bm25_bound(self) -> float:
         """A score above any note's BM25 for this query (see _Bounds)."""
@@ -383,8 +409,8 @@ class Ranker:
         return unknown
 
     def _score_sources(self, sources: list[int]) -> None:
-        """The base scores of these notes (those that match): BM25 in one pass, plus the bonus of the
-        phrase tier, not scored yet, each holds."""
+        """The base scores of these notes (those that match): BM25 (`bm25_of`; for many, FTS5's pass),
+        plus the bonus of the phrase tier, not scored yet, each holds."""
         if not sources:
             return
         if self._stored is not None:
@@ -399,9 +425,78 @@ class Ranker:
             match = f"{{{' '.join(tier.fields)}}} : ({' OR '.join(self.query.phrases)})"
             for (doc,) in self.conn.execute(sql, (match, json.dumps([s for s in sources if s not in bonus]))):
                 bonus[doc] = tier.bonus
-        sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
-        for doc, score in self.conn.execute(sql, [*self._args(), json.dumps(sources)]):
+        # Scored here once the statistics are read (a query of several words); a word's own costs a walk.
+        scores = self.bm25_of(sources) if self._bounds is not None and len(sources) <= OUTSIDE else None
+        for doc, score in (self._fts5_bm25(sources) if scores is None else scores).items():
             self._scored[doc] = score + bonus[doc] if doc in bonus else score
+
+    def bm25_of(self, docs: Collection[int]) -> dict[int, float] | None:
+        """FTS5's BM25 of those of these notes that match (the filter applied), to the last bit, computed
+        here as FTS5 computes it (see _Bounds) from the index's statistics (the notes and their terms
+        counted, each note's size) and the notes' stored terms, without a pass over every match: each
+        `bm25()` statement walks the matches and each phrase's postings for its IDF again. None unless
+        each word of the query is a prefix of one stored term at most: then its hits are that term's
+        (a prefix of several terms matches the notes holding any of them: not known) and its instances
+        in a note are the places a stored term starts so. A note holding what the `ascii` tokenizer would
+        read otherwise than its spaces say is scored by FTS5."""
+        if not docs or self.expression is None:
+            return {}
+        bounds = self._bounds = self._bounds or self._statistics()
+        totals = _totals(self.conn)
+        known = [found for found in bounds.hits if found is not None and found[2]]
+        if totals is None or len(known) < len(bounds.hits):
+            return None
+        rows, tokens = totals
+        avgdl = tokens / rows
+        idfs = []
+        for _, hits, _ in known:
+            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+            idfs.append(idf if idf > 0.0 else 1e-6)
+        terms = [f" {term}" for term, _, _ in known]
+        weights = (HEAD_WEIGHT, HEADINGS_WEIGHT, LINKS_WEIGHT, BODY_WEIGHT)
+        clause, params = self.filter.clause("c.id")
+        sql = (
+            "SELECT c.id, c.c0, c.c1, c.c2, c.c3, d.sz FROM search_fts_content c JOIN search_fts_docsize d"
+            f" ON d.id = c.id WHERE c.id IN (SELECT value FROM json_each(?)){clause}"
+        )
+        scores: dict[int, float] = {}
+        others: list[int] = []
+        for doc, *columns, size in self.conn.execute(sql, [json.dumps(sorted(docs)), *params]):
+            texts = [" " + text if text else "" for text in columns]
+            if any(text.encode("utf-8", "replace").translate(None, _TERM_BYTES) for text in texts):
+                others.append(doc)
+                continue
+            freqs = _frequencies(texts, terms, weights)
+            if not any(freqs):
+                continue  # no term of the query: no match
+            length = float(sum(_varints(size)))
+            score = 0.0
+            for idf, freq in zip(idfs, freqs, strict=True):
+                score += idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * length / avgdl)))
+            scores[doc] = score
+        scores.update(self._fts5_bm25(others))
+        return scores
+
+    def _fts5_bm25(self, docs: Collection[int]) -> dict[int, float]:
+        """The BM25 of those of these notes that match (the filter applied), by FTS5: one pass."""
+        if not docs:
+            return {}
+        sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
+        return dict(self.conn.execute(sql, [*self._args(), json.dumps(sorted(docs))]))
+
+
+def _frequencies(texts: list[str], starts: list[str], weights: Sequence[float]) -> list[float]:
+    """Each term's weighted count in these fields (their terms stored space-separated, a space before the
+    first), as FTS5's BM25 adds them up: the field's weight once per instance. No other term begins with
+    any of these, so a term's instances are its starts (a space, the term)."""
+    freqs = []
+    for start in starts:
+        freq = 0.0
+        for text, weight in zip(texts, weights, strict=True):
+            for _ in range(text.count(start)):
+                freq += weight
+        freqs.append(freq)
+    return freqs
 
 
 class _Tier:
@@ -422,14 +517,47 @@ class _Bounds:
     b = 0.75 and IDF = ln((N − hits + 0.5)/(hits + 0.5)), at least 10⁻⁶: each term is below IDF × 2.2,
     and IDF grows with N and falls with hits, so N and the least hits bound it from above."""
 
-    def __init__(self, bonus: float, notes: int, least: list[int]) -> None:
+    def __init__(self, bonus: float, notes: int, least: list[int], hits: list[tuple[str, int, bool] | None]) -> None:
         self.bonus = bonus
         self.notes = notes
         self.least = least
+        #: per FTS5 phrase of the query (a word), when it is one term (a prefix of one term: that term), the
+        #: term, the number of notes holding it (FTS5's hits for its IDF) and whether no other term is known
+        #: to begin with it (a prefix's)
+        self.hits = hits
 
     def bm25(self) -> float:
         idfs = (max(1e-6, math.log((self.notes - hits + 0.5) / (hits + 0.5))) for hits in self.least)
         return 2.2 * sum(idfs)
+
+
+def _totals(conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """FTS5's number of rows and of tokens in all of them, as its BM25 reads them (the first varint of
+    its averages record, and the sum of the others); None when there is none."""
+    row = conn.execute("SELECT block FROM search_fts_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return None
+    counts = list(_varints(row[0]))
+    return (counts[0], sum(counts[1:])) if counts[0] > 0 else None
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The SQLite varints of a blob of FTS5's (big-endian, seven bits a byte, the ninth byte eight)."""
+    values: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
 
 
 def _top(scores: dict[int, float], depth: int) -> list[tuple[int, float]]:
