@@ -92,6 +92,33 @@ def test_a_search_never_embeds_the_vault_and_says_how_much_is_covered(minilm_vau
     assert set(rows(minilm_vault)) == set(NOTES)
 
 
+#: The name amem stored minilm's vectors under while it cut texts to 256 tokens.
+FORMER_NAME = "all-MiniLM-L6-v2-int8"
+
+
+def test_minilm_reads_a_text_up_to_its_128th_token() -> None:
+    embedder = models.minilm()
+    words = " ".join(f"the keeper refreshes note {n} of the vault" for n in range(40))
+    head = embedder.tokenizer.encode(words).ids  # cut to the model's length
+    assert len(head) == 128
+    one, other = words + " about sailing boats", words + " about growing tomatoes"
+    assert embedder.embed([one]).tobytes() == embedder.embed([other]).tobytes()  # past 128 tokens: unread
+    short = "the keeper refreshes the vault"
+    assert embedder.embed([short + " about sailing boats"]).tobytes() != embedder.embed([short]).tobytes()
+
+
+def test_vectors_of_the_256_token_minilm_are_embedded_again(minilm_vault: Path) -> None:
+    assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)
+    fresh = rows(minilm_vault)
+    path = VaultIndex(load_config()).path
+    with sqlite3.connect(path) as conn:  # what an amem that cut texts to 256 tokens left
+        conn.execute("UPDATE semantic_vectors SET model = ?", (FORMER_NAME,))
+        conn.execute("UPDATE semantic_meta SET value = ? WHERE key = 'model'", (FORMER_NAME,))
+    assert {row[0] for row in rows(minilm_vault).values()} == {FORMER_NAME}
+    assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)
+    assert rows(minilm_vault) == fresh
+
+
 def _many(vault: Path, count: int) -> None:
     topics = ("tokens expire", "servers rebuild", "coffee machines", "tomatoes grow", "keys rotate")
     for n in range(count):

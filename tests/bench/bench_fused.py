@@ -61,7 +61,7 @@ def prepare(work: Path, vault: Path, model: str, fill_tokens: int) -> None:
         "from amem.config import load_config\n"
         "from amem.index.index import VaultIndex\n"
         "from amem.report import Reporter\n"
-        "if int(sys.argv[1]): models.MAX_TOKENS = int(sys.argv[1])\n"
+        "if int(sys.argv[1]): models.MAX_TOKENS = models.MINILM_TOKENS = int(sys.argv[1])\n"
         "index = VaultIndex(load_config())\n"
         "index.refresh()\n"
         "print(embedding.index_now(index, Reporter()))\n"

@@ -187,7 +187,7 @@ from amem.index import models, semantic
 if setting.get("threads"):
     models.MAX_THREADS = setting["threads"]
 if setting.get("max_tokens"):
-    models.MAX_TOKENS = setting["max_tokens"]
+    models.MAX_TOKENS = models.MINILM_TOKENS = setting["max_tokens"]
 start = time.perf_counter()
 embedder = semantic.load_embedder(setting["model"])
 load_s = time.perf_counter() - start
@@ -233,9 +233,9 @@ def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None, only: 
 
     settings: dict[str, dict[str, object]] = {
         "static": {"model": "static"},
-        "minilm, 2 threads": {"model": "minilm", "threads": 2},
-        "minilm, 1 thread": {"model": "minilm", "threads": 1},
-        "minilm, 2 threads, batches of 8": {"model": "minilm", "threads": 2, "batch": 8},
+        "minilm, 2 threads": {"model": "minilm", "threads": 2, "max_tokens": 256},
+        "minilm, 1 thread": {"model": "minilm", "threads": 1, "max_tokens": 256},
+        "minilm, 2 threads, batches of 8": {"model": "minilm", "threads": 2, "batch": 8, "max_tokens": 256},
         "minilm, 2 threads, cut to 128 tokens": {"model": "minilm", "threads": 2, "max_tokens": 128},
     }
     if fp32 is not None:

@@ -24,7 +24,9 @@ is stdlib sqlite3 FTS5 `bm25()` over id, title and body, with Chinese, Japanese 
 into single characters and bigrams. Per model (`static`, `minilm`; also the loaders' own names):
 `semantic:MODEL` ranks by the model alone, `fused:MODEL` fuses it with amem's keyword ranking per query
 as search() does (amem.index.fusion), and `rrf:MODEL` at one constant weight for every query (--rrf-k,
---semantic-weight; default amem's former constants, k = 5 and 0.2). More rankers register through `RANKERS`.
+--semantic-weight; default amem's former constants, k = 5 and 0.2). `minilm@256`, `minilm@128` and
+`minilm@128w` are minilm with texts cut to 256 or 128 tokens, or split into 128-token windows (VARIANTS).
+More rankers register through `RANKERS`.
 """
 
 from __future__ import annotations
@@ -268,12 +270,50 @@ def amem_semantic(vault: Path, scratch: Path) -> Ranker:
 MODEL_ALIASES = {"static": "wordllama"}
 
 
+#: Configurations of a transformer model to compare (`MODEL@VARIANT`): `@256` and `@128` cut every text to
+#: that many tokens; `@128w` cuts none, but splits a text longer than 128 tokens into windows of 128 (each
+#: embedded as a chunk of its own, the note scored by its best, as chunks are), so no text is dropped.
+VARIANTS = ("@256", "@128", "@128w")
+
+
 def load_model(model: str) -> Any:
-    """The embedder for `model`, by the user's name where amem knows it, else by the loader's own."""
+    """The embedder for `model`, by the user's name where amem knows it, else by the loader's own; a
+    VARIANTS suffix sets the tokens a text is cut to."""
     from amem.index import semantic
 
+    model, _, variant = model.partition("@")
     known = getattr(semantic, "MODELS", {})
-    return semantic.load_embedder(model if model in known or model not in MODEL_ALIASES else MODEL_ALIASES[model])
+    embedder = semantic.load_embedder(model if model in known or model not in MODEL_ALIASES else MODEL_ALIASES[model])
+    if variant:
+        embedder.tokenizer.enable_truncation(int(variant.rstrip("w")))
+    return embedder
+
+
+def windowed(tokenizer: Any, size: int, split: Any) -> Any:
+    """`split` (semantic.chunks) with each piece longer than `size` tokens (its [CLS] and [SEP] counted)
+    cut, at token boundaries, into consecutive windows of `size` tokens."""
+
+    def chunks(title: str, body: str) -> list[str]:
+        out: list[str] = []
+        for piece in split(title, body):
+            tokenizer.no_truncation()
+            encoding = tokenizer.encode(piece)
+            tokenizer.enable_truncation(size)
+            spans = [
+                span
+                for span, special in zip(encoding.offsets, encoding.special_tokens_mask, strict=True)
+                if not special
+            ]
+            inner = size - 2
+            if len(spans) <= inner:
+                out.append(piece)
+                continue
+            for at in range(0, len(spans), inner):
+                window = spans[at : at + inner]
+                out.append(piece[window[0][0] : window[-1][1]])
+        return out
+
+    return chunks
 
 
 class SemanticBench:
@@ -287,15 +327,21 @@ class SemanticBench:
         self.config = amem_config(vault, scratch)
         self.index = VaultIndex(self.config)
         self.index.refresh()
-        self.model = model
+        self.model = model.partition("@")[0]
         self.embedder = load_model(model)
-        semantic.sync(
-            self.index.conn,
-            self.embedder,
-            semantic.index_stamps(self.index.conn),
-            semantic.note_reader(self.config, self.index.conn),
-            Reporter(),
-        )
+        split = semantic.chunks
+        if model.endswith("w"):
+            semantic.chunks = windowed(self.embedder.tokenizer, int(model.partition("@")[2][:-1]), split)
+        try:
+            semantic.sync(
+                self.index.conn,
+                self.embedder,
+                semantic.index_stamps(self.index.conn),
+                semantic.note_reader(self.config, self.index.conn),
+                Reporter(),
+            )
+        finally:
+            semantic.chunks = split
 
     def semantic(self, query: str) -> list[tuple[str, float]]:
         from amem.index import semantic
@@ -327,7 +373,9 @@ def semantic_factory(model: str, mode: str) -> Factory:
     def factory(vault: Path, scratch: Path) -> Ranker:
         from amem.index import fusion
 
-        bench = SemanticBench(vault, scratch, model)
+        if (vault, model) not in _BENCHES:  # one embedding of the vault for its semantic and fused rankers
+            _BENCHES[(vault, model)] = SemanticBench(vault, scratch, model)
+        bench = _BENCHES[(vault, model)]
 
         def rank(query: str) -> list[str]:
             found = bench.semantic(query)
@@ -344,6 +392,8 @@ def semantic_factory(model: str, mode: str) -> Factory:
     return factory
 
 
+_BENCHES: dict[tuple[Path, str], SemanticBench] = {}
+
 #: The fusion constant and semantic weight of the `rrf:` rankers (--rrf-k, --semantic-weight).
 FUSION: dict[str, float] = {"k": 5, "weight": 0.2}
 
@@ -353,7 +403,7 @@ RANKERS: dict[str, Factory] = {
     "fts5": fts5_baseline,
     "amem-semantic": amem_semantic,
 }
-for _model in ("static", "minilm", "wordllama", "static-model"):
+for _model in ("static", "minilm", "wordllama", "static-model", *(f"minilm{v}" for v in VARIANTS)):
     for _mode in ("semantic", "fused", "rrf"):
         RANKERS[f"{_mode}:{_model}"] = semantic_factory(_model, _mode)
 
