@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from amem.config import load_config
 from amem.errors import ConfigError
@@ -291,3 +294,45 @@ def test_a_bad_semantic_mapping_is_a_config_error_or_a_warning(line: str, isolat
     with pytest.raises(ConfigError) as caught:
         load_config()
     assert "semantic.model" in str(caught.value)
+
+
+# --- the config's folders as strings, spelled as pathlib spells them -----------------------------------
+
+_SEGMENTS = st.sampled_from(["", ".", "..", "a", "b c", "~", ".amem", " x "])
+
+
+@given(st.lists(_SEGMENTS, max_size=6), st.sampled_from(["", "/", "//", "///"]), st.booleans())
+def test_pure_path_spells_a_path_as_pathlib_does(segments: list[str], root: str, trailing: bool) -> None:
+    from pathlib import PurePosixPath
+
+    from amem.config import pure_path
+
+    path = root + "/".join(segments) + ("/" if trailing else "")
+    assert pure_path(path) == str(PurePosixPath(path))
+
+
+@given(st.lists(_SEGMENTS, max_size=4), st.lists(_SEGMENTS, max_size=4), st.sampled_from(["", "/", "//"]))
+def test_join_path_joins_as_pathlib_does(base: list[str], rest: list[str], root: str) -> None:
+    from amem.config import join_path
+
+    start, path = "/" + "/".join(base), root + "/".join(rest)
+    assert join_path(start, path) == str(Path(start) / path)
+
+
+def test_folder_checks_answer_as_pathlib_does(tmp_path: Path) -> None:
+    from amem.config import is_file, is_folder
+
+    write_file(tmp_path / "f", "x")
+    os.symlink("loop", tmp_path / "loop")
+    os.symlink(tmp_path / "f", tmp_path / "to-file")
+    for name in ("f", "missing", "f/under-a-file", "loop", "to-file", "."):
+        path = tmp_path / name
+        assert (is_folder(str(path)), is_file(str(path))) == (path.is_dir(), path.is_file()), name
+
+
+def test_the_config_gives_its_folders_as_strings_and_as_paths(isolated_env: Path) -> None:
+    config = load_config(vault="./v//notes/")
+    assert config.vault_dir == str(isolated_env / "v" / "notes") and config.vault_root == Path(config.vault_dir)
+    assert config.work_dir == str(isolated_env) and config.cwd == isolated_env
+    assert config.cache_dir == Path(config.cache_folder)
+    assert config.with_vault(isolated_env / "other").vault_dir == str(isolated_env / "other")

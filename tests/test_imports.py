@@ -34,13 +34,16 @@ BASE = frozenset(
     {
         *("abc", "ast", "builtins", "bz2", "codecs", "collections", "contextlib", "copyreg", "datetime", "dis"),
         *("encodings", "enum", "errno", "fnmatch", "functools", "genericpath", "gettext", "importlib", "inspect"),
-        *("io", "ipaddress", "itertools", "json", "keyword", "linecache", "locale", "lzma", "marshal", "math"),
-        *("ntpath", "opcode", "operator", "os", "pathlib", "platform", "posix", "posixpath", "re", "reprlib"),
+        *("io", "itertools", "json", "keyword", "linecache", "locale", "lzma", "marshal", "math"),
+        *("opcode", "operator", "os", "platform", "posix", "posixpath", "re", "reprlib"),
         *("shutil", "site", "stat", "sys", "textwrap", "threading", "time", "token", "tokenize", "types"),
-        *("typing", "urllib", "uuid", "warnings", "weakref", "zipimport", "zlib"),
+        *("typing", "uuid", "warnings", "weakref", "zipimport", "zlib"),
         "click",
     }
 )
+#: `pathlib`, and what it imports (`urllib.parse` brings `ipaddress`): `read` and `write`, and the commands a
+#: keeper answers, do without it (the config holds its folders as strings); the other commands use it.
+PATHLIB = frozenset({"pathlib", "ntpath", "urllib", "ipaddress"})
 #: The layers' packages hold only their docstrings, so loading one costs nothing.
 LAYERS = frozenset(
     {"amem.notes", "amem.store", "amem.gitvault", "amem.fswatch", "amem.index", "amem.keeper", "amem.ops"}
@@ -125,10 +128,10 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES_READ_AMEM | ASK | {"amem.ops.read", "amem.notes.conflicts", "amem.index.attached", "amem.index.health"},
         "amem.ops.read",
     ),
-    "search": (["search", "x"], NOTES, NOTES_AMEM | ASK | SEARCH_AMEM, "amem.index.search"),
-    "list": (["list"], NOTES, NOTES_AMEM | ASK | {"amem.index.listing"}, "amem.index.listing"),
+    "search": (["search", "x"], PATHLIB | NOTES, NOTES_AMEM | ASK | SEARCH_AMEM, "amem.index.search"),
+    "list": (["list"], PATHLIB | NOTES, NOTES_AMEM | ASK | {"amem.index.listing"}, "amem.index.listing"),
     # JSON by default: the renderers (amem.graphview) and the HTML page load only for another --format
-    "graph": (["graph"], NOTES, NOTES_AMEM | {"amem.ops.graph"}, "amem.ops.graph"),
+    "graph": (["graph"], PATHLIB | NOTES, NOTES_AMEM | {"amem.ops.graph"}, "amem.ops.graph"),
     # A write records what it wrote in the index's `seen` table, and opens no more of the index for it.
     "write": (
         ["write", "x", "more"],
@@ -139,34 +142,34 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     ),
     "edit": (
         ["edit", "x", "--prepend", "more"],
-        NOTES | {"fcntl"},
+        PATHLIB | NOTES | {"fcntl"},
         # the updated line is stamped as a move stamps it
         NOTES_AMEM | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
         "amem.ops.edit",
     ),
     "history": (
         ["history", "x"],
-        GIT | {"fcntl"},
+        PATHLIB | GIT | {"fcntl"},
         # ops.names: an id resolves as a name only when no note has it (then the index loads)
         frozenset({"amem.notes.ids", "amem.timefmt", "amem.gitvault.git", "amem.ops.names"}),
         "amem.gitvault.git",
     ),
     "restore": (
         ["restore", "x", "HEAD", "--base-version", "0" * 40],
-        NOTES | GIT | {"fcntl"},
+        PATHLIB | NOTES | GIT | {"fcntl"},
         NOTES_AMEM | {"amem.ops.restore", "amem.ops.write", "amem.gitvault.git", "amem.store.write", "amem.ops.names"},
         "amem.ops.restore",
     ),
     "delete": (
         ["delete", "x"],
-        NOTES | {"fcntl"},
+        PATHLIB | NOTES | {"fcntl"},
         NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write"},
         "amem.ops.ops",
     ),
     "move": (
         ["move", "x", "y"],
         # a move rewrites notes side by side, in threads
-        NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
+        PATHLIB | NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
         NOTES_AMEM
         | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"}
         | {"amem.ops.names"},  # the case twins a move to NEW must not make
@@ -174,29 +177,29 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     ),
     "sync": (
         ["sync"],
-        GIT_PROCESS | {"fcntl", "shlex"},
+        PATHLIB | GIT_PROCESS | {"fcntl", "shlex"},
         frozenset({"amem.notes.ids", "amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"})
         # the scratch folders a killed sync left, found by the pid in their name (test_sync_processes)
         | {"amem.gitvault.gitlocal", "amem.atomicfile"},
         "amem.ops.sync",
     ),
     # amem.index.embedding: whether semantic.model is one embedded here (it imports nothing more itself)
-    "index": (["index"], NOTES, NOTES_AMEM | {"amem.index.embedding"}, "amem.index.index"),
+    "index": (["index"], PATHLIB | NOTES, NOTES_AMEM | {"amem.index.embedding"}, "amem.index.index"),
     "check": (
         ["check"],
-        NOTES,
+        PATHLIB | NOTES,
         NOTES_AMEM | {"amem.ops.check", "amem.index.health", "amem.notes.conflicts", "amem.ops.read"},
         "amem.ops.check",
     ),
     "info": (
         ["info"],
-        frozenset({"copy", "dataclasses", "hashlib"}),
+        PATHLIB | frozenset({"copy", "dataclasses", "hashlib"}),
         frozenset({"amem.notes.ids", "amem.info"}),
         "amem.info",
     ),
     "watch": (
         ["watch", "no-such-folder"],
-        GIT | WATCH | {"fcntl", "heapq", "base64", "binascii", "bisect", "struct"},
+        PATHLIB | GIT | WATCH | {"fcntl", "heapq", "base64", "binascii", "bisect", "struct"},
         frozenset({"amem.notes.ids", "amem.watcher"})
         | {f"amem.watcher.{m}" for m in ("debounce", "observation", "redact", "service")}
         | {"amem.fswatch.observer", "amem.fswatch.rules"}
@@ -207,7 +210,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     # it stands on, the index, and the keeper with the watcher's tree.
     "mcp": (
         ["mcp"],
-        NOTES | GIT | WATCH | MCP_SDK,
+        PATHLIB | NOTES | GIT | WATCH | MCP_SDK,
         NOTES_AMEM
         | {"amem.mcp_server", "amem.watcher", "amem.keeper.keeper", "amem.keeper.folder", "amem.keeper.requests"}
         # the declarations its schemas come from: argument checks and the shapes of the results

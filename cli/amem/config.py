@@ -3,17 +3,19 @@
 Knows nothing of Click; commands hand it their flags by key name, and they are checked like the rest.
 """
 
-from __future__ import annotations
-
+import errno
 import os
 import re
+import stat
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, timedelta, timezone, tzinfo
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .digest import sha1_hex
 from .errors import AmemError, ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: The names of the watcher's sinks, in the order of the registry `amem.watcher.sinks.SINKS`. Repeated here
 #: so that checking a config, or showing `amem watch --help`, never imports the watcher
@@ -24,7 +26,10 @@ DEFAULT_SERVER_URL = "http://localhost:3111"
 _OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 
 
-# NamedTuples rather than dataclasses: they cost a tenth as much at start-up, which every call pays.
+# NamedTuples rather than dataclasses: they cost a tenth as much at start-up, which every call pays. No
+# `from __future__ import annotations` in this module: NamedTuple compiles each field's annotation when it is
+# a string (a ForwardRef each: 28 compiles, 1.5 M instructions of every command); the few annotations that
+# name what is not defined yet are quoted.
 class WatchSettings(NamedTuple):
     """The watcher's settings; their names, checks and defaults are declared once, in KEYS below."""
 
@@ -53,12 +58,18 @@ class WatchSettings(NamedTuple):
 
 class Config(NamedTuple):
     """Everything a command needs to know about where it runs; the config keys' names, checks and
-    defaults are declared once, in KEYS below."""
+    defaults are declared once, in KEYS below.
 
-    cwd: Path
-    project_root: Path
-    vault_root: Path
-    config_files: tuple[Path, ...]
+    Its folders are strings, spelled as `pathlib` spells them (`work_dir`, `project_dir`, `vault_dir`,
+    `config_paths`, `cache_folder`): `read` and `write` never import `pathlib`, which with the `urllib.parse`
+    and `ipaddress` it brings costs every command that loads it about a tenth of its start-up. The
+    properties of the same meaning (`cwd`, `project_root`, `vault_root`, `config_files`, `cache_dir`) give
+    them as `Path`s to the commands that use `pathlib` anyway."""
+
+    work_dir: str
+    project_dir: str
+    vault_dir: str
+    config_paths: tuple[str, ...]
     extensions: tuple[str, ...]
     max_link_depth: int
     max_search_results: int
@@ -81,30 +92,117 @@ class Config(NamedTuple):
         return parse_timezone(self.timezone_name, "timezone", "<config>") if self.timezone_name else None
 
     @property
-    def cache_dir(self) -> Path:
+    def cache_folder(self) -> str:
         """Per-vault state outside the vault's tracked files: index, last-seen table, locks."""
-        return cache_home() / "amem" / "vaults" / vault_key(self.vault_root)
+        return os.path.join(_xdg_home("XDG_CACHE_HOME", ".cache"), "amem", "vaults", vault_key(self.vault_dir))
 
-    def with_vault(self, vault_root: Path) -> Config:
-        return self._replace(vault_root=vault_root)
+    @property
+    def cache_dir(self) -> "Path":
+        from pathlib import Path
+
+        return Path(self.cache_folder)
+
+    @property
+    def cwd(self) -> "Path":
+        from pathlib import Path
+
+        return Path(self.work_dir)
+
+    @property
+    def project_root(self) -> "Path":
+        from pathlib import Path
+
+        return Path(self.project_dir)
+
+    @property
+    def vault_root(self) -> "Path":
+        from pathlib import Path
+
+        return Path(self.vault_dir)
+
+    @property
+    def config_files(self) -> "tuple[Path, ...]":
+        from pathlib import Path
+
+        return tuple(Path(path) for path in self.config_paths)
+
+    def with_vault(self, vault_root: str | os.PathLike[str]) -> "Config":
+        return self._replace(vault_dir=pure_path(os.fspath(vault_root)))
 
 
-def cache_home() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME")
-    return Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+# --- paths as pathlib spells them, without pathlib ----------------------------------------------------
 
 
-def state_home() -> Path:
-    base = os.environ.get("XDG_STATE_HOME")
-    return Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
+def pure_path(path: str) -> str:
+    """`str(PurePosixPath(path))`: empty and `.` segments dropped, trailing slashes too, `..` kept, and
+    two leading slashes (not one, not three) kept as POSIX allows."""
+    root = "//" if path[:2] == "//" and path[2:3] != "/" else "/" if path[:1] == "/" else ""
+    return root + "/".join(part for part in path.split("/") if part and part != ".") or "."
 
 
-def config_home() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME")
-    return Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+def join_path(base: str, path: str) -> str:
+    """`str(Path(base) / path)`: `path` itself when it is absolute."""
+    return pure_path(os.path.join(base, path))
 
 
-def vault_key(vault_root: Path) -> str:
+#: The errors pathlib's `exists()`, `is_dir()` and `is_file()` answer False to; any other they raise.
+_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _file_type(path: str) -> int | None:
+    """The file type bits of `path` (symlinks followed), None where pathlib's checks would say False."""
+    try:
+        return stat.S_IFMT(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno not in _MISSING:
+            raise
+        return None
+    except ValueError:
+        return None
+
+
+def is_folder(path: str) -> bool:
+    """`Path(path).is_dir()`."""
+    return _file_type(path) == stat.S_IFDIR
+
+
+def is_file(path: str) -> bool:
+    """`Path(path).is_file()`."""
+    return _file_type(path) == stat.S_IFREG
+
+
+def _home() -> str:
+    """`str(Path.home())`."""
+    home = os.path.expanduser("~")
+    if home[:1] == "~":
+        raise RuntimeError("Could not determine home directory.")
+    return pure_path(home)
+
+
+def _xdg_home(variable: str, default: str) -> str:
+    base = os.environ.get(variable)
+    return pure_path(base) if base and os.path.isabs(base) else join_path(_home(), default)
+
+
+def cache_home() -> "Path":
+    from pathlib import Path
+
+    return Path(_xdg_home("XDG_CACHE_HOME", ".cache"))
+
+
+def state_home() -> "Path":
+    from pathlib import Path
+
+    return Path(_xdg_home("XDG_STATE_HOME", ".local/state"))
+
+
+def config_home() -> "Path":
+    from pathlib import Path
+
+    return Path(_xdg_home("XDG_CONFIG_HOME", ".config"))
+
+
+def vault_key(vault_root: str | os.PathLike[str]) -> str:
     """A stable folder name for a vault: its real path, hashed, plus its name for humans."""
     real = os.path.realpath(vault_root)
     digest = sha1_hex(real.encode("utf-8", "surrogateescape"))[:16]
@@ -112,15 +210,19 @@ def vault_key(vault_root: Path) -> str:
     return f"{name}-{digest}"
 
 
-def find_project_root(cwd: Path) -> Path:
-    """Nearest ancestor holding `.amem/`, else the git top-level, else cwd itself."""
-    git_top: Path | None = None
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".amem").is_dir():
+def find_project_root(cwd: str) -> str:
+    """Nearest ancestor holding `.amem/`, else the git top-level, else cwd itself (an absolute path)."""
+    git_top: str | None = None
+    folder = cwd
+    while True:
+        if is_folder(join_path(folder, ".amem")):
             return folder
-        if git_top is None and (folder / ".git").exists():
+        if git_top is None and _file_type(join_path(folder, ".git")) is not None:
             git_top = folder
-    return git_top or cwd
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return git_top or cwd
+        folder = parent
 
 
 def parse_timezone(value: str, key: str, source: str) -> tzinfo:
@@ -151,11 +253,12 @@ def parse_timezone(value: str, key: str, source: str) -> tzinfo:
 # --- reading and validating -------------------------------------------------------------------------
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: str) -> dict[str, Any]:
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}", file=str(path)) from None
     except UnicodeDecodeError:
@@ -180,7 +283,7 @@ class _Validator:
     """Checks one file's (or the environment's) values, naming key and source in every error. Relative
     folders are taken from `base`: the config file's folder, or the working directory."""
 
-    def __init__(self, source: str, warnings: list[str], base: Path) -> None:
+    def __init__(self, source: str, warnings: list[str], base: str) -> None:
         self.source = source
         self.warnings = warnings
         self.base = base
@@ -269,7 +372,7 @@ def _kind(value: object) -> str:
 # --- the keys ---------------------------------------------------------------------------------------
 
 
-def _as_text(text: str, cwd: Path) -> object:
+def _as_text(text: str, cwd: str) -> object:
     return text
 
 
@@ -292,7 +395,7 @@ class _Key:
         *,
         adds: bool = False,
         env: tuple[str, ...] = (),
-        from_env: Callable[[str, Path], object] = _as_text,
+        from_env: Callable[[str, str], object] = _as_text,
         env_help: str = "",
     ) -> None:
         self.name = name
@@ -315,8 +418,8 @@ def _vault_root(check: _Validator, key: str, value: object) -> object:
     text = check.string(key, value).strip()
     if not text:
         return None
-    path = Path(os.path.expanduser(text))
-    return path if path.is_absolute() else ("project", path)  # relative to the project root, found later
+    path = os.path.expanduser(text)
+    return pure_path(path) if os.path.isabs(path) else ("project", path)  # relative to the project root, found later
 
 
 def _timezone(check: _Validator, key: str, value: object) -> str:
@@ -329,7 +432,7 @@ def _timezone(check: _Validator, key: str, value: object) -> str:
 
 
 def _folders(check: _Validator, key: str, value: object) -> tuple[str, ...]:
-    return tuple(str(check.base / os.path.expanduser(d)) for d in check.strings(key, value))
+    return tuple(join_path(check.base, os.path.expanduser(d)) for d in check.strings(key, value))
 
 
 def _url(check: _Validator, key: str, value: object) -> str | None:
@@ -348,24 +451,24 @@ def _semantic_model(check: _Validator, key: str, value: object) -> str:
     text = check.string(key, value).strip()
     if not text:
         raise check.fail(key, f"expected {' or '.join(SEMANTIC_MODELS)} or the path of a model folder")
-    return text if text in SEMANTIC_MODELS else str(check.base / os.path.expanduser(text))
+    return text if text in SEMANTIC_MODELS else join_path(check.base, os.path.expanduser(text))
 
 
-def _model_from_env(text: str, cwd: Path) -> str:
+def _model_from_env(text: str, cwd: str) -> str:
     return text if text in SEMANTIC_MODELS else _from_cwd(text, cwd)
 
 
-def _comma_list(text: str, cwd: Path) -> list[str]:
+def _comma_list(text: str, cwd: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _switch(text: str, cwd: Path) -> bool:
+def _switch(text: str, cwd: str) -> bool:
     return text.lower() in ("1", "true", "yes", "on")
 
 
-def _from_cwd(text: str, cwd: Path) -> str:
+def _from_cwd(text: str, cwd: str) -> str:
     """A path from the environment is taken from the working directory (a file's, from the project root)."""
-    return str(cwd / os.path.expanduser(text))
+    return join_path(cwd, os.path.expanduser(text))
 
 
 KEYS: tuple[_Key, ...] = (
@@ -533,7 +636,7 @@ def _env_setting(env: Mapping[str, str], names: Iterable[str]) -> tuple[str, str
     return None
 
 
-def _apply_env(values: dict[str, object], env: Mapping[str, str], warnings: list[str], cwd: Path) -> None:
+def _apply_env(values: dict[str, object], env: Mapping[str, str], warnings: list[str], cwd: str) -> None:
     """Lay the environment over the files: each key's variables, checked by the key's own check under the
     variable's name, replace what the files said (blank counts as unset)."""
     check = _Validator("the environment", warnings, cwd)
@@ -566,7 +669,7 @@ def _as_tuple(value: object) -> tuple[object, ...]:
 
 def load_config(
     *,
-    cwd: Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     config_file: str | os.PathLike[str] | None = None,
     vault: str | os.PathLike[str] | None = None,
@@ -579,33 +682,33 @@ def load_config(
     over everything; a bad one is a usage error naming the flag.
     """
     env = os.environ if env is None else env
-    cwd = Path(os.path.abspath(cwd or os.getcwd()))
-    project_root = find_project_root(cwd)
+    here = pure_path(os.path.abspath(cwd or os.getcwd()))
+    project_root = find_project_root(here)
     warnings: list[str] = []
     values: dict[str, object] = {}
-    files = _config_files(config_file, env, cwd, project_root)
+    files = _config_files(config_file, env, here, project_root)
     for path in files:
-        _apply_file(values, _read_yaml(path), _Validator(str(path), warnings, path.parent))
-    _apply_env(values, env, warnings, cwd)
-    _apply_flags(values, flags or {}, _FlagValidator("the command line", warnings, cwd))
+        _apply_file(values, _read_yaml(path), _Validator(path, warnings, os.path.dirname(path)))
+    _apply_env(values, env, warnings, here)
+    _apply_flags(values, flags or {}, _FlagValidator("the command line", warnings, here))
 
     configured = values.pop("vaultRoot", None)
     if vault is not None:
-        vault_root = cwd / os.path.expanduser(os.fspath(vault))
+        vault_root = join_path(here, os.path.expanduser(os.fspath(vault)))
     elif isinstance(configured, tuple):
-        vault_root = project_root / configured[1]
-    elif isinstance(configured, Path):
+        vault_root = join_path(project_root, configured[1])
+    elif isinstance(configured, str):
         vault_root = configured
     else:
-        vault_root = project_root / ".amem" / "memory"
+        vault_root = join_path(project_root, ".amem/memory")
 
     settings = {key.field: values.get(key.name, key.default) for key in KEYS if key.name != "vaultRoot"}
     watch = {key.field: settings.pop(key.field) for key in KEYS if key.name.startswith("watch.")}
     return Config(
-        cwd=cwd,
-        project_root=project_root,
-        vault_root=Path(os.path.normpath(vault_root)),
-        config_files=files,
+        work_dir=here,
+        project_dir=project_root,
+        vault_dir=pure_path(os.path.normpath(vault_root)),
+        config_paths=files,
         watch=WatchSettings(**watch),  # type: ignore[arg-type]
         profile=_env_text(env, "AMEM_PROFILE"),
         warnings=tuple(warnings),
@@ -614,16 +717,19 @@ def load_config(
 
 
 def _config_files(
-    config_file: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: Path, project_root: Path
-) -> tuple[Path, ...]:
+    config_file: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: str, project_root: str
+) -> tuple[str, ...]:
     """The one file --config or AMEM_CONFIG names, else those of the user and the project that exist."""
     named = config_file if config_file is not None else _env_text(env, "AMEM_CONFIG")
     if named is None:
-        candidates = (config_home() / "amem" / "config.yaml", project_root / ".amem" / "config.yaml")
-        return tuple(p for p in candidates if p.is_file())
-    path = cwd / os.path.expanduser(os.fspath(named))
-    if not path.is_file():
+        candidates = (
+            join_path(_xdg_home("XDG_CONFIG_HOME", ".config"), "amem/config.yaml"),
+            join_path(project_root, ".amem/config.yaml"),
+        )
+        return tuple(p for p in candidates if is_file(p))
+    path = join_path(cwd, os.path.expanduser(os.fspath(named)))
+    if not is_file(path):
         source = "--config" if config_file is not None else "AMEM_CONFIG"
-        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        what = "is a folder, not a file" if is_folder(path) else "does not exist"
         raise ConfigError(f"config file {path} (from {source}) {what}", file=str(path))
     return (path,)

@@ -635,7 +635,7 @@ def _follow_in_users_index(
 # --- what the commands call -------------------------------------------------------------------------
 
 
-def commit_note(config: Config, note_path: Path, message: str, *, content: bytes | None = None) -> CommitOutcome:
+def commit_note(config: Config, note_path: Path | str, message: str, *, content: bytes | None = None) -> CommitOutcome:
     """Commit one note in the repository holding the vault, initialising one at the vault root when
     there is none.
 
@@ -645,7 +645,7 @@ def commit_note(config: Config, note_path: Path, message: str, *, content: bytes
     return commit_notes(config, [(note_path, content)], message)
 
 
-def commit_notes(config: Config, notes: Sequence[tuple[Path, bytes | None]], message: str) -> CommitOutcome:
+def commit_notes(config: Config, notes: Sequence[tuple[Path | str, bytes | None]], message: str) -> CommitOutcome:
     """Commit several notes in one commit, as `commit_note` commits one: each (path, content) commits that
     content, or with None the file as it is on disk (its removal when it is gone). Initialises a
     repository at the vault root when there is none."""

@@ -20,7 +20,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..digest import sha1_hex
@@ -39,6 +38,8 @@ from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
 from .sql import select_in
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..config import Config
     from .batch import _Batch
 
@@ -161,11 +162,22 @@ class VaultIndex:
     def __init__(self, config: Config, reporter: Reporter | None = None) -> None:
         self.config = config
         self.reporter = reporter or Reporter()
-        self.path: Path = config.cache_dir / "index.sqlite"
+        #: the database file (a string: a read never loads `pathlib`; `path` is the same as a Path)
+        self.file = os.path.join(config.cache_folder, "index.sqlite")
         self._conn: sqlite3.Connection | None = None
         #: this object built the database empty and has not walked the vault since: no keeper's
         #: confirmation and no list of changed notes can make it complete
         self._created = False
+
+    @property
+    def path(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.file)
+
+    @path.setter
+    def path(self, path: str | os.PathLike[str]) -> None:
+        self.file = os.fspath(path)
 
     # --- connection ---------------------------------------------------------------------------------
 
@@ -180,7 +192,7 @@ class VaultIndex:
         return json.dumps(
             [
                 SCHEMA_VERSION,
-                os.path.realpath(c.vault_root),
+                os.path.realpath(c.vault_dir),
                 list(c.extensions),
                 list(c.exclude_dirs),
                 c.index_hidden_dirs,
@@ -190,12 +202,12 @@ class VaultIndex:
     def _open(self) -> sqlite3.Connection:
         from ..cachedir import ensure_cache_folder
 
-        ensure_cache_folder(self.path.parent)
+        ensure_cache_folder(os.path.dirname(self.file))
         for attempt in (1, 2):
             conn = None
             try:
                 # Not bound to its thread: a long-lived process's searches reuse it, one at a time (search.KEEP_INDEX).
-                conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+                conn = sqlite3.connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 # A cache: losing its last transactions to a power cut costs a rebuild, never a note.
                 conn.execute("PRAGMA synchronous=OFF")
@@ -260,7 +272,7 @@ class VaultIndex:
             self._conn = None
         for suffix in ("", "-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.path}{suffix}")
+                os.unlink(f"{self.file}{suffix}")
 
     def close(self) -> None:
         if self._conn is not None:
@@ -290,7 +302,7 @@ class VaultIndex:
             yield True
             return
         try:
-            handle = open(self.path.with_name("index.lock"), "a")  # noqa: SIM115
+            handle = open(os.path.join(os.path.dirname(self.file), "index.lock"), "a")  # noqa: SIM115
         except OSError:
             yield True
             return
@@ -491,7 +503,7 @@ class VaultIndex:
         """Notes stored as unreadable whose file now reads and decodes: index them again."""
         queued = set(diff.to_index)
         removed = {note_id for _, note_id in diff.removed}
-        root = os.path.abspath(self.config.vault_root)
+        root = os.path.abspath(self.config.vault_dir)
         for note_id, mtime_ns, size in self.conn.execute(
             "SELECT id, mtime_ns, size FROM notes WHERE problem IS NOT NULL"
         ):
@@ -507,7 +519,7 @@ class VaultIndex:
 
     def _check_racy(self, scan: VaultScan, rows: list[Any], diff: _Diff) -> None:
         """Notes whose (mtime, size) matched but were modified racily recently: compare their content."""
-        root = os.path.abspath(self.config.vault_root)
+        root = os.path.abspath(self.config.vault_dir)
         for rowid, note_id, mtime_ns, size, digest, _ in rows:
             if digest_of(os.path.join(root, note_id)) != digest:
                 scan.files.setdefault(note_id, (mtime_ns, size))

@@ -67,7 +67,7 @@ def answer_settings(config: Config) -> str:
     what its index holds, and the semantic model its vectors are of. A keeper answers only requests of its
     own settings."""
     c = config
-    return settings_of(str(c.vault_root), c.extensions, c.exclude_dirs, c.index_hidden_dirs, c.semantic_model)
+    return settings_of(c.vault_dir, c.extensions, c.exclude_dirs, c.index_hidden_dirs, c.semantic_model)
 
 
 def settings_of(
@@ -120,7 +120,7 @@ def ask(config: Config, op: str, args: dict[str, Any]) -> Answer | None:
     or anything fails. Never raises."""
     if no_keeper() or asked:
         return None
-    socket_path = answering_socket(str(config.cache_dir))
+    socket_path = answering_socket(config.cache_folder)
     if socket_path is None:
         return None
     return exchange(socket_path, request_line(op, answer_settings(config), config_view(config), args))

@@ -78,16 +78,16 @@ def synced(index: VaultIndex, timeout: float | None = None) -> bool:
     made before this call; False (walk the vault) otherwise. Never raises for a missing or dead keeper."""
     if applying and _thread.get_ident() in applying:
         return False  # the keeper's own refresh
-    cache = index.config.cache_dir
-    if not lock_held(cache / LOCK_FILE):
+    cache = index.config.cache_folder
+    if not lock_held(os.path.join(cache, LOCK_FILE)):
         return False
     try:
-        described = json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))
+        described = json.loads(_read_text(os.path.join(cache, INFO_FILE)))
     except (OSError, ValueError):
         return False  # starting up, or stopped meanwhile
     if not isinstance(described, dict) or described.get("settings") != index._settings():
         return False
-    folder = open_for_cookie(os.path.abspath(index.config.vault_root))
+    folder = open_for_cookie(os.path.abspath(index.config.vault_dir))
     if folder is None:
         return False  # no folder of the keeper's, or a symlink or a file in its place: walk
     try:
@@ -155,11 +155,11 @@ def semantic_ranking(
     does not answer within RANK_TIMEOUT, or anything fails. Never raises."""
     if applying and _thread.get_ident() in applying:
         return None
-    cache = index.config.cache_dir
-    if not lock_held(cache / LOCK_FILE):
+    cache = index.config.cache_folder
+    if not lock_held(os.path.join(cache, LOCK_FILE)):
         return None
     try:
-        described = json.loads((cache / INFO_FILE).read_text(encoding="utf-8"))
+        described = json.loads(_read_text(os.path.join(cache, INFO_FILE)))
     except (OSError, ValueError):
         return None
     if not isinstance(described, dict) or described.get("settings") != index._settings():
@@ -176,7 +176,7 @@ def semantic_ranking(
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
             client.settimeout(max(deadline - time.monotonic(), 0.001))
-            client.connect(str(cache / name))
+            client.connect(os.path.join(cache, name))
             client.sendall(json.dumps(request).encode("utf-8") + b"\n")
             answer = json.loads(read_line(client, deadline))
         ranking = answer["ranking"]
@@ -250,6 +250,12 @@ def lstat_at(name: str, dir_fd: int) -> os.stat_result | None:
         return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return None
+
+
+def _read_text(path: str) -> str:
+    """`Path(path).read_text(encoding="utf-8")`."""
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
 
 
 def lock_held(path: Path | str) -> bool:

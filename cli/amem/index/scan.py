@@ -54,7 +54,7 @@ class Walker:
     symlinked note counts only when its real path is inside the vault."""
 
     def __init__(self, config: Config, scan: VaultScan) -> None:
-        self.root = os.path.abspath(config.vault_root)
+        self.root = os.path.abspath(config.vault_dir)
         self.real_root = os.path.realpath(self.root)
         self.extensions = tuple(e.lower() for e in config.extensions)
         self.excluded = set(config.exclude_dirs)
@@ -157,7 +157,7 @@ def scan_vault(config: Config) -> VaultScan:
     """Every indexable note and folder of the vault, each note stat'ed."""
     scan = VaultScan()
     try:
-        root_mtime = os.stat(config.vault_root).st_mtime_ns
+        root_mtime = os.stat(config.vault_dir).st_mtime_ns
     except OSError:
         return scan
     Walker(config, scan).list("", root_mtime)

@@ -110,9 +110,9 @@ def _take_index(config: Config, reporter: Reporter) -> VaultIndex:
     settings = index._settings()
     with _kept_lock:
         for i, (kept, identity) in enumerate(_kept):
-            if kept.path == index.path and kept._settings() == settings:
+            if kept.file == index.file and kept._settings() == settings:
                 del _kept[i]
-                if _identity(kept.path) == identity:
+                if _identity(kept.file) == identity:
                     kept.config, kept.reporter = config, reporter
                     return kept
                 kept.close()
@@ -122,7 +122,7 @@ def _take_index(config: Config, reporter: Reporter) -> VaultIndex:
 
 def _give_back(index: VaultIndex) -> None:
     """Keep the index open for the next search (KEEP_INDEX: at most KEPT of them), or close it."""
-    identity = _identity(index.path) if KEEP_INDEX and index._conn is not None else None
+    identity = _identity(index.file) if KEEP_INDEX and index._conn is not None else None
     if identity is not None:
         with _kept_lock:
             if len(_kept) < KEPT:
@@ -131,7 +131,7 @@ def _give_back(index: VaultIndex) -> None:
     index.close()
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     """The file's device and inode: an open connection keeps its file's inode from being reused, so the
     same identity means the same file."""
     try:

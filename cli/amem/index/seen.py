@@ -22,7 +22,7 @@ BUSY_TIMEOUT = 30
 
 def remember_written(config: Config, note_id: str, version: str) -> None:
     """Record what amem wrote, so that `read` does not call amem's own write an external change."""
-    path = os.path.join(config.cache_dir, "index.sqlite")
+    path = os.path.join(config.cache_folder, "index.sqlite")
     if os.path.isfile(path):
         try:
             _insert(path, note_id, version)

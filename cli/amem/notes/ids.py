@@ -6,7 +6,6 @@ import errno
 import os
 import posixpath
 import stat
-from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from ..errors import InvalidId
@@ -44,10 +43,11 @@ PATH_MAX = 4095
 
 
 class NoteRef(NamedTuple):
-    """A validated note: its vault-relative id (with extension) and its lexical path in the vault."""
+    """A validated note: its vault-relative id (with extension) and its lexical path in the vault (a
+    string: `read` and `write` never load `pathlib`)."""
 
     id: str
-    path: Path
+    path: str
 
 
 def normalise_id(raw_id: str, extensions: tuple[str, ...], *, hidden_dirs: bool = False) -> str:
@@ -212,7 +212,7 @@ def vault_problem(config: Config) -> str | None:
     Named by its last segment and where it is set, never by its host path."""
     import errno
 
-    vault_root = config.vault_root
+    vault_root = config.vault_dir
     try:
         os.stat(vault_root)
     except OSError as exc:
@@ -223,12 +223,13 @@ def vault_problem(config: Config) -> str | None:
         if os.path.isdir(vault_root):
             return None
         what = "it is a file, not a folder"
-    return f"the vault {quote(vault_root.name)} cannot be used: {what} (set by --vault, AMEM_VAULT or vaultRoot)"
+    name = quote(os.path.basename(vault_root))
+    return f"the vault {name} cannot be used: {what} (set by --vault, AMEM_VAULT or vaultRoot)"
 
 
 def resolve_note(config: Config, raw_id: str) -> NoteRef:
     """Validate `raw_id` against the vault of `config`; refuse anything that escapes, lexically or by symlink."""
-    vault_root = config.vault_root
+    vault_root = config.vault_dir
     extensions = config.extensions
     note_id = normalise_id(raw_id, extensions, hidden_dirs=config.index_hidden_dirs)
     root = os.path.abspath(vault_root)
@@ -240,4 +241,4 @@ def resolve_note(config: Config, raw_id: str) -> NoteRef:
     if not is_inside(os.path.realpath(path), os.path.realpath(root)):
         raise InvalidId(f"invalid note id {quote(note_id)}: it resolves through a symlink to outside the vault")
     _refuse_special(path, note_id)
-    return NoteRef(note_id, Path(path))
+    return NoteRef(note_id, path)

@@ -9,7 +9,6 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
-from urllib.parse import unquote
 
 #: [text](destination "title"): the destination bare (no spaces, balanced parentheses one deep) or in <>.
 _MD_LINK_SOURCE = (
@@ -332,15 +331,25 @@ def _markdown_link(raw: str, embed: bool, text: str, extensions: tuple[str, ...]
     path, hash_sep, fragment = raw.partition("#")
     if not path or _P.scheme.match(path) or path.endswith("/"):
         return None
-    decoded = unquote(path)
+    decoded = _unquote(path)
     if not _names_a_note(decoded, embed, extensions):
         return None
     heading = block = None
     if hash_sep and fragment.startswith("^"):
         block = fragment[1:]
     elif hash_sep:
-        heading = unquote(fragment)
+        heading = _unquote(fragment)
     return Link(decoded, text.strip() or None, heading, block, embed, "markdown")
+
+
+def _unquote(text: str) -> str:
+    """`urllib.parse.unquote`, which returns a text without `%` as it is: only a link with an escape loads
+    `urllib.parse` (and the `ipaddress` it imports)."""
+    if "%" not in text:
+        return text
+    from urllib.parse import unquote
+
+    return unquote(text)
 
 
 def _names_a_note(path: str, embed: bool, extensions: tuple[str, ...]) -> bool:

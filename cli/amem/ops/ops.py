@@ -356,7 +356,7 @@ class _Journal:
 # --- move ----------------------------------------------------------------------------------------------
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """Whether `b` is the moved `a`: the same file (a hard link), or for a symlinked note, a symlink that
     leads to the same place."""
     try:
@@ -629,7 +629,8 @@ def _commit_move(
     from ..gitvault.git import commit_notes
 
     vault = Path(config.vault_root)
-    paths = [(old.path, None), *((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])]
+    paths: list[tuple[Path | str, bytes | None]] = [(Path(old.path), None)]
+    paths += ((_note_path(vault, i), written.get(i)) for i in [new.id, *sorted(rewritten)])
     try:
         outcome = commit_notes(config, list(dict.fromkeys(paths)), f"amem: move {old.id} to {new.id}")
     except GitError as exc:

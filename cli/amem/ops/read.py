@@ -113,7 +113,7 @@ def _tree(
 ) -> list[dict[str, Any]]:
     """The note's record with its linked notes to `depth`, followed breadth-first so that each note sits
     where it is nearest (cycles and notes already shown stop); every record, nearest first."""
-    vault = config.vault_root
+    vault = config.vault_dir
     real_root = os.path.realpath(vault)
     attachments = Attachments(config, index.conn)
     root = _record(config, resolve, ref, data, reporter, attachments)
@@ -128,8 +128,8 @@ def _tree(
             if target in visited:
                 continue
             visited.add(target)
-            linked = NoteRef(target, vault.joinpath(*target.split("/")))
-            if not may_read(str(linked.path), real_root):
+            linked = NoteRef(target, os.path.join(vault, *target.split("/")))
+            if not may_read(linked.path, real_root):
                 continue  # it leads outside the vault (or nowhere) since the index saw it
             try:
                 linked_data, _ = _load(linked)

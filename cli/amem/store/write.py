@@ -11,7 +11,6 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..atomicfile import atomic_replace, is_temporary, parse_temporary, process_alive
@@ -33,7 +32,7 @@ _LIFECYCLE = ("created", "updated")
 
 class UpdateResult(NamedTuple):
     id: str
-    path: Path
+    path: str
     version: str
     bytes: int
     created: bool
@@ -47,10 +46,10 @@ def lock_file(config: Any, target: str) -> int:
     vault's path (through a symlink or not) meets at the same lock."""
     from ..cachedir import ensure_cache_folder
 
-    folder = ensure_cache_folder(config.cache_dir / "locks")
+    folder = ensure_cache_folder(os.path.join(config.cache_folder, "locks"))
     real = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
     name = sha1_hex(real.encode("utf-8", "surrogateescape"))
-    path = folder / f"{name}.lock"
+    path = os.path.join(folder, f"{name}.lock")
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except IsADirectoryError:
@@ -144,13 +143,13 @@ def sweep_folder(config: Config, folder: str) -> int:
 
 def _write_target(config: Config, ref: NoteRef) -> str:
     """The file to replace: the note itself, or the target of an in-vault symlink (the link stays a link)."""
-    path = str(ref.path)
+    path = ref.path
     if not os.path.islink(path):
         return path
     real = os.path.realpath(path)
     if not os.path.exists(real):
         raise InvalidId(f"cannot write note {quote(ref.id)}: it is a broken symlink")
-    if not is_inside(real, os.path.realpath(config.vault_root)):
+    if not is_inside(real, os.path.realpath(config.vault_dir)):
         raise InvalidId(f"invalid note id {quote(ref.id)}: it resolves through a symlink to outside the vault")
     return real
 
