@@ -14,9 +14,12 @@ file re-embeds the vault. A folder may say which scripts its model reads in `ame
 (`{"scripts": ["latin", "cjk"]}`; Latin only without it): a multilingual model's Chinese queries are then
 fused, not left to keywords. The file does not change the vectors, so it is not part of the model's name.
 
-Each text is embedded alone (a batch of one, no padding): onnxruntime's dynamic int8 quantisation scales by
-the whole batch, so a vector would otherwise depend on the texts embedded beside it; alone, a vector is a
-pure function of its text, and an interrupted embedding that resumes ends equal to a fresh one.
+Each text is embedded alone (a batch of one, no padding): a padded batch costs more per text (its shorter
+texts computed to the longest's length), and its matrix products have other shapes, so a vector's last bits
+could depend on the texts embedded beside it; alone, a vector is a pure function of its text, and an
+interrupted embedding that resumes ends equal to a fresh one. (The "int8" file stores its weights as int8
+times a scale, `Cast` and `Mul` nodes that onnxruntime folds into float32 constants when the session loads:
+the arithmetic is float32, and no scale is taken from the batch.)
 """
 
 from __future__ import annotations
