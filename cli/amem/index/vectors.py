@@ -48,13 +48,19 @@ def fingerprint_stands(conn: sqlite3.Connection, fingerprint: str | None) -> Non
 
 def temporary_writes_since(conn: sqlite3.Connection, changes: int) -> None:
     """This connection wrote only temporary tables (a search's scores, `rank.SCORES`) since its total_changes
-    was `changes`: a fingerprint that stood then, with no other connection's commit since (its data_version
-    the same), stands still, and the next fused search of this connection reuses it."""
+    was `changes`: a fingerprint or a coverage that stood then, with no other connection's commit since (its
+    data_version the same), stands still, and the next fused search of this connection reuses it."""
     version, now = _unchanged_since(conn)
+    if now == changes:
+        return
     for kept, (kept_version, kept_changes), fingerprint in _fingerprints:
-        if kept is conn and kept_version == version and kept_changes == changes and now != changes:
+        if kept is conn and kept_version == version and kept_changes == changes:
             _remember(conn, (version, now), fingerprint)
-            return
+            break
+    _coverages[:] = [
+        (kept, (version, now) if kept is conn and mark == (version, changes) else mark, model, share)
+        for kept, mark, model, share in _coverages
+    ]
 
 
 def _remember(conn: sqlite3.Connection, mark: tuple[int, int], fingerprint: str | None) -> None:
@@ -91,9 +97,28 @@ def index_changes(conn: sqlite3.Connection, model: str) -> tuple[list[tuple[str,
 _SETTLED = "(n.digest IS NULL AND v.stamp LIKE n.mtime_ns || ':' || n.size || ':%')"
 
 
+#: The last coverages computed, per connection and model, as `_fingerprints` (a fused search of a model
+#: embedded in the background asks for it every time: a join of every note with its vectors' rows).
+_coverages: list[tuple[sqlite3.Connection, tuple[int, int], str, float]] = []
+
+
 def coverage(conn: sqlite3.Connection, model: str) -> float:
     """The share of the index's readable notes whose vectors of `model` are up to date (0..1, rounded to
-    four places; 1 for an empty vault)."""
+    four places; 1 for an empty vault). A function of the database's content: a connection that asks again
+    while its database has not changed gets the last answer."""
+    mark = _unchanged_since(conn)
+    for kept, kept_mark, kept_model, share in _coverages:
+        if kept is conn and kept_mark == mark and kept_model == model and not conn.in_transaction:
+            return share
+    share = _coverage(conn, model)
+    _coverages[:] = [entry for entry in _coverages if entry[0] is not conn or entry[2] != model]
+    del _coverages[: max(0, len(_coverages) - (_FINGERPRINTS_KEPT - 1))]
+    if not conn.in_transaction:
+        _coverages.append((conn, mark, model, share))
+    return share
+
+
+def _coverage(conn: sqlite3.Connection, model: str) -> float:
     total = conn.execute("SELECT count(*) FROM notes WHERE problem IS NULL").fetchone()[0]
     if not total:
         return 1.0
