@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amem.config import load_config
+from amem.config import Config, load_config
 from amem.index import semantic
 from amem.index.index import VaultIndex
 from amem.index.search import note_filter, search
@@ -155,15 +155,15 @@ def test_a_fused_search_walks_the_keyword_matches_no_more_often_than_a_keyword_s
     assert len([sql for sql in statements if walks.search(sql)]) == len(keyword), statements
 
 
-def test_a_kept_index_is_not_fingerprinted_again_until_it_changes(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Searches keep their index open, as the keeper and the MCP server do; each read of the index's
+    snapshot (the fingerprint being taken) is counted in the list."""
     from amem.index import search as searching
     from amem.index import snapshot
 
     monkeypatch.setattr(searching, "KEEP_INDEX", True)
     monkeypatch.setattr(searching, "_kept", [])
-    write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
-    write_file(vault / "coffee.md", "# Coffee\n\nThe espresso machine needs descaling.\n")
-    config = load_config()
     read: list[int] = []
     stored = snapshot.stored_bytes
 
@@ -173,80 +173,76 @@ def test_a_kept_index_is_not_fingerprinted_again_until_it_changes(vault: Path, m
 
     monkeypatch.setattr(snapshot, "stored_bytes", counting)
     try:
-        search(config, "token", semantic=True)
-        first = len(read)
-        assert first >= 1
-        search(config, "token", semantic=True)
-        assert len(read) == first  # nothing changed: the fingerprint of the last search stands
-        # a change made by another connection (another process's refresh) is seen, and embedded
-        write_file(vault / "garden.md", "# Garden\n\nWater the tomatoes twice a week.\n")
-        other = VaultIndex(config, Reporter())
-        try:
-            other.refresh()
-        finally:
-            other.close()
-        found = search(config, "tomatoes watering", semantic=True)
-        assert len(read) > first
-        assert "garden.md" in ids(found)
-        # and one made through the kept connection itself
-        write_file(vault / "ops.md", "# Deploy\n\nThe staging server is rebuilt every night.\n")
-        again = len(read)
-        assert "ops.md" in ids(search(config, "staging server rebuilt", semantic=True))
-        assert len(read) > again
+        yield read
     finally:
         for index, _ in searching._kept:
             index.close()
 
 
+def refresh_elsewhere(config: Config) -> None:
+    """Another process's refresh: a commit by another connection."""
+    other = VaultIndex(config, Reporter())
+    try:
+        other.refresh()
+    finally:
+        other.close()
+
+
+def test_a_kept_index_is_not_fingerprinted_again_until_it_changes(vault: Path, snapshot_reads: list[int]) -> None:
+    write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
+    write_file(vault / "coffee.md", "# Coffee\n\nThe espresso machine needs descaling.\n")
+    config = load_config()
+    read = snapshot_reads
+    search(config, "token", semantic=True)
+    first = len(read)
+    assert first >= 1
+    search(config, "token", semantic=True)
+    assert len(read) == first  # nothing changed: the fingerprint of the last search stands
+    # a change made by another connection (another process's refresh) is seen, and embedded
+    write_file(vault / "garden.md", "# Garden\n\nWater the tomatoes twice a week.\n")
+    refresh_elsewhere(config)
+    found = search(config, "tomatoes watering", semantic=True)
+    assert len(read) > first
+    assert "garden.md" in ids(found)
+    # and one made through the kept connection itself
+    write_file(vault / "ops.md", "# Deploy\n\nThe staging server is rebuilt every night.\n")
+    again = len(read)
+    assert "ops.md" in ids(search(config, "staging server rebuilt", semantic=True))
+    assert len(read) > again
+
+
 def test_a_search_that_stores_its_scores_leaves_the_kept_fingerprint_standing(
-    vault: Path, monkeypatch: pytest.MonkeyPatch
+    vault: Path, monkeypatch: pytest.MonkeyPatch, snapshot_reads: list[int]
 ) -> None:
     """A query of several words scores its matches into a temporary table of the kept connection: that write
     changes nothing of the notes, so the next fused search reuses the fingerprint; another connection's
     refresh still makes it read the snapshot again."""
-    from amem.index import rank, snapshot
-    from amem.index import search as searching
+    from amem.index import rank
 
-    monkeypatch.setattr(searching, "KEEP_INDEX", True)
-    monkeypatch.setattr(searching, "_kept", [])
     write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
     write_file(vault / "keys.md", "# Keys\n\nA token per client, rotated monthly.\n")
     config = load_config()
-    read: list[int] = []
-    stored = snapshot.stored_bytes
+    read = snapshot_reads
     scored: list[str] = []
     rank_others = rank.Ranker._rank_others
-
-    def counting(conn: sqlite3.Connection) -> bytes | None:
-        read.append(1)
-        return stored(conn)
 
     def noting(self: rank.Ranker, *args: Any) -> Any:
         found = rank_others(self, *args)
         scored.append(str(self._stored))
         return found
 
-    monkeypatch.setattr(snapshot, "stored_bytes", counting)
     monkeypatch.setattr(rank.Ranker, "_rank_others", noting)
-    try:
-        first = search(config, "token lifetime", semantic=True)
-        assert scored and scored[-1] != "None"  # its matches went through the temporary table
-        before = len(read)
-        assert before >= 1
-        assert search(config, "token lifetime", semantic=True) == first
-        search(config, "token", semantic=True)
-        assert len(read) == before  # the temporary table's rows are no change of the index
-        write_file(vault / "garden.md", "# Garden\n\nWater the tomatoes twice a week.\n")
-        other = VaultIndex(config, Reporter())
-        try:
-            other.refresh()
-        finally:
-            other.close()
-        assert "garden.md" in ids(search(config, "tomatoes watering", semantic=True))
-        assert len(read) > before
-    finally:
-        for index, _ in searching._kept:
-            index.close()
+    first = search(config, "token lifetime", semantic=True)
+    assert scored and scored[-1] != "None"  # its matches went through the temporary table
+    before = len(read)
+    assert before >= 1
+    assert search(config, "token lifetime", semantic=True) == first
+    search(config, "token", semantic=True)
+    assert len(read) == before  # the temporary table's rows are no change of the index
+    write_file(vault / "garden.md", "# Garden\n\nWater the tomatoes twice a week.\n")
+    refresh_elsewhere(config)
+    assert "garden.md" in ids(search(config, "tomatoes watering", semantic=True))
+    assert len(read) > before
 
 
 def test_temporary_writes_do_not_hide_another_connections_commit(vault: Path) -> None:
