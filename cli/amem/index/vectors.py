@@ -9,10 +9,12 @@ import sqlite3
 _STAMP = "n.mtime_ns || ':' || n.size || ':' || coalesce(n.digest, '')"
 
 
-#: The last fingerprints computed, per connection (a long-lived process keeps a few open): the connection,
-#: what says its database is unchanged since (`_unchanged_since`), and the fingerprint.
-_fingerprints: list[tuple[sqlite3.Connection, tuple[int, int], str | None]] = []
-_FINGERPRINTS_KEPT = 8
+#: Values that are functions of a database's content (the fingerprint, a model's coverage), the last
+#: computed per connection (a long-lived process keeps a few open) and key: the connection, what says its
+#: database is unchanged since (`_unchanged_since`), the key and the value.
+_kept: list[tuple[sqlite3.Connection, tuple[int, int], str, object]] = []
+_KEPT = 16
+_FINGERPRINT = "fingerprint"
 
 
 def index_fingerprint(conn: sqlite3.Connection) -> str | None:
@@ -27,23 +29,23 @@ def index_fingerprint(conn: sqlite3.Connection) -> str | None:
     from .snapshot import stored_bytes
 
     mark = _unchanged_since(conn)
-    for kept, kept_mark, fingerprint in _fingerprints:
-        if kept is conn and kept_mark == mark and not conn.in_transaction:
-            return fingerprint
+    found = _recall(conn, mark, _FINGERPRINT)
+    if found is not _UNKNOWN:
+        return found  # type: ignore[return-value]
     state = stored_bytes(conn)
     if state is None:
-        found = None
+        fingerprint = None
     else:
         racy = conn.execute("SELECT id, digest FROM notes WHERE digest IS NOT NULL ORDER BY id").fetchall()
-        found = sha1_hex(state + repr(racy).encode("utf-8"))
-    _remember(conn, mark, found)
-    return found
+        fingerprint = sha1_hex(state + repr(racy).encode("utf-8"))
+    _remember(conn, mark, _FINGERPRINT, fingerprint)
+    return fingerprint
 
 
 def fingerprint_stands(conn: sqlite3.Connection, fingerprint: str | None) -> None:
     """This connection's writes since its last `index_fingerprint` (the vectors, the sync mark) left the
     notes' state as it was: the fingerprint stands."""
-    _remember(conn, _unchanged_since(conn), fingerprint)
+    _remember(conn, _unchanged_since(conn), _FINGERPRINT, fingerprint)
 
 
 def temporary_writes_since(conn: sqlite3.Connection, changes: int) -> None:
@@ -51,22 +53,28 @@ def temporary_writes_since(conn: sqlite3.Connection, changes: int) -> None:
     was `changes`: a fingerprint or a coverage that stood then, with no other connection's commit since (its
     data_version the same), stands still, and the next fused search of this connection reuses it."""
     version, now = _unchanged_since(conn)
-    if now == changes:
-        return
-    for kept, (kept_version, kept_changes), fingerprint in _fingerprints:
-        if kept is conn and kept_version == version and kept_changes == changes:
-            _remember(conn, (version, now), fingerprint)
-            break
-    _coverages[:] = [
-        (kept, (version, now) if kept is conn and mark == (version, changes) else mark, model, share)
-        for kept, mark, model, share in _coverages
-    ]
+    if now != changes:
+        _kept[:] = [
+            (kept, (version, now) if kept is conn and mark == (version, changes) else mark, key, value)
+            for kept, mark, key, value in _kept
+        ]
 
 
-def _remember(conn: sqlite3.Connection, mark: tuple[int, int], fingerprint: str | None) -> None:
-    _fingerprints[:] = [entry for entry in _fingerprints if entry[0] is not conn][-(_FINGERPRINTS_KEPT - 1) :]
+#: What `_recall` gives for a value not kept (None is a fingerprint).
+_UNKNOWN = object()
+
+
+def _recall(conn: sqlite3.Connection, mark: tuple[int, int], key: str) -> object:
+    for kept, kept_mark, kept_key, value in _kept:
+        if kept is conn and kept_mark == mark and kept_key == key and not conn.in_transaction:
+            return value
+    return _UNKNOWN
+
+
+def _remember(conn: sqlite3.Connection, mark: tuple[int, int], key: str, value: object) -> None:
+    _kept[:] = [entry for entry in _kept if entry[0] is not conn or entry[2] != key][-(_KEPT - 1) :]
     if not conn.in_transaction:
-        _fingerprints.append((conn, mark, fingerprint))
+        _kept.append((conn, mark, key, value))
 
 
 def _unchanged_since(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -97,25 +105,17 @@ def index_changes(conn: sqlite3.Connection, model: str) -> tuple[list[tuple[str,
 _SETTLED = "(n.digest IS NULL AND v.stamp LIKE n.mtime_ns || ':' || n.size || ':%')"
 
 
-#: The last coverages computed, per connection and model, as `_fingerprints` (a fused search of a model
-#: embedded in the background asks for it every time: a join of every note with its vectors' rows).
-_coverages: list[tuple[sqlite3.Connection, tuple[int, int], str, float]] = []
-
-
 def coverage(conn: sqlite3.Connection, model: str) -> float:
     """The share of the index's readable notes whose vectors of `model` are up to date (0..1, rounded to
     four places; 1 for an empty vault). A function of the database's content: a connection that asks again
-    while its database has not changed gets the last answer."""
-    mark = _unchanged_since(conn)
-    for kept, kept_mark, kept_model, share in _coverages:
-        if kept is conn and kept_mark == mark and kept_model == model and not conn.in_transaction:
-            return share
-    share = _coverage(conn, model)
-    _coverages[:] = [entry for entry in _coverages if entry[0] is not conn or entry[2] != model]
-    del _coverages[: max(0, len(_coverages) - (_FINGERPRINTS_KEPT - 1))]
-    if not conn.in_transaction:
-        _coverages.append((conn, mark, model, share))
-    return share
+    while its database has not changed gets the last answer (a fused search of a model embedded in the
+    background asks every time, and this is a join of every note with its vectors' rows)."""
+    mark, key = _unchanged_since(conn), f"coverage {model}"
+    share = _recall(conn, mark, key)
+    if share is _UNKNOWN:
+        share = _coverage(conn, model)
+        _remember(conn, mark, key, share)
+    return share  # type: ignore[return-value]
 
 
 def _coverage(conn: sqlite3.Connection, model: str) -> float:
