@@ -195,12 +195,12 @@ def test_ranking_equals_the_brute_force_model(
 
 def test_ranking_equals_the_model_on_a_larger_vault(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Hundreds of notes over a small vocabulary: many near-equal scores and many links. With the graph
-    boost's candidate cut lifted, the engine must agree with the model exactly."""
+    boost's pool every match, the engine must agree with the model exactly."""
     import random
 
     from amem.index import rank
 
-    monkeypatch.setattr(rank, "CANDIDATES", 10**6)
+    monkeypatch.setattr(rank, "BOOSTED", 10**6)
 
     rng = random.Random(4)
     root = isolated_env / "large"

@@ -1,9 +1,9 @@
-"""The ranking's top k equals the full ranking: every matching note scored, sorted, cut to the limit plus
-the graph boost's candidates, boosted and sorted again, written here plainly (one SQL row per match, the
-rest in Python) and compared exactly, ids, scores and total, over random vaults and queries: phrases,
-prefixes, CJK, notes titled as the query (with and without an `{#anchor}`), tag and folder filters, ties
-and graph boosts. And: a search scores the matching notes in
-one pass, however many notes link to its hits."""
+"""The ranking's top k equals the full ranking: every matching note scored and sorted, the best BOOSTED
+of them boosted and sorted again, the rest after them, cut to the limit, written here plainly (one SQL row
+per match, the rest in Python) and compared exactly, ids, scores and total, over random vaults and
+queries: phrases, prefixes, CJK, notes titled as the query (with and without an `{#anchor}`), tag and
+folder filters, ties and graph boosts. And: a search scores the matching notes in one pass, however many
+notes link to its hits, and a smaller limit gives the first of a larger one's hits."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -67,8 +68,8 @@ def reference(
         keys = {title_key(ANCHOR.sub("", m.group(1))) for line in lines if (m := HEADING.match(line))}
         if doc in scores and title_key(text) in keys:
             scores[doc] += bonus * rank.EXACT_HEADING
-    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit + rank.CANDIDATES]
-    final = dict(best)
+    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    final, below = dict(best[: rank.BOOSTED]), dict(best[rank.BOOSTED : limit])  # the boost's pool, whatever the limit
     for target in list(final):
         note_id = conn.execute("SELECT id FROM notes WHERE rowid = ?", (target,)).fetchone()[0]
         sources = {row[0] for row in conn.execute("SELECT src FROM links WHERE resolved = ?", (note_id,))}
@@ -76,7 +77,10 @@ def reference(
         if found:
             final[target] += rank.GRAPH_BOOST * max(found)
     ids = dict(conn.execute("SELECT rowid, id FROM notes"))
-    ordered = sorted(final.items(), key=lambda item: (-float(f"{item[1]:.9g}"), ids[item[0]]))
+    ordered = [
+        *sorted(final.items(), key=lambda item: (-float(f"{item[1]:.9g}"), ids[item[0]])),
+        *sorted(below.items(), key=lambda item: (-float(f"{item[1]:.9g}"), ids[item[0]])),
+    ]
     return [(ids[doc], float(f"{score:.6g}")) for doc, score in ordered[:limit]], len(scores)
 
 
@@ -135,7 +139,7 @@ _made = itertools.count()
     count=st.integers(1, 40),
     texts=st.lists(queries, min_size=1, max_size=4),
     limit=st.integers(1, 6),
-    candidates=st.sampled_from([0, 1, 3, 30]),
+    boosted=st.sampled_from([0, 1, 3, 8, 40]),
     tags=st.sampled_from([[], ["red"], ["blue", "red"]]),
     folder=st.sampled_from([None, "x", "z/"]),
     common=st.booleans(),
@@ -147,13 +151,13 @@ def test_the_top_k_equals_the_full_ranking(
     count: int,
     texts: list[str],
     limit: int,
-    candidates: int,
+    boosted: int,
     tags: list[str],
     folder: str | None,
     common: bool,
 ) -> None:
     make = make_vault_of(seed, count, common)
-    check_searches(isolated_env, monkeypatch, make, texts, limit, candidates, tags, folder)
+    check_searches(isolated_env, monkeypatch, make, texts, limit, boosted, tags, folder)
 
 
 def make_vault_of(seed: int, count: int, common: bool, words: list[str] = WORDS) -> Callable[[Path], None]:
@@ -166,11 +170,11 @@ def check_searches(
     make: Callable[[Path], None],
     texts: list[str],
     limit: int,
-    candidates: int,
+    boosted: int,
     tags: list[str],
     folder: str | None,
 ) -> None:
-    monkeypatch.setattr(rank, "CANDIDATES", candidates)
+    monkeypatch.setattr(rank, "BOOSTED", boosted)
     root = isolated_env / f"vault-{next(_made)}"
     make(root)
     config = load_config(vault=root)
@@ -208,7 +212,7 @@ FEW = ["alpha", "beta", "token", "认证"]
     count=st.integers(20, 90),
     texts=st.lists(st.lists(st.sampled_from(FEW), min_size=2, max_size=3).map(" ".join), min_size=1, max_size=3),
     limit=st.integers(1, 6),
-    candidates=st.sampled_from([0, 1, 3, 10]),
+    boosted=st.sampled_from([0, 1, 3, 10, 40]),
     tags=st.sampled_from([[], ["red"]]),
     folder=st.sampled_from([None, "x"]),
 )
@@ -219,12 +223,12 @@ def test_the_top_k_of_common_words_equals_the_full_ranking(
     count: int,
     texts: list[str],
     limit: int,
-    candidates: int,
+    boosted: int,
     tags: list[str],
     folder: str | None,
 ) -> None:
     make = make_vault_of(seed, count, True, FEW)
-    check_searches(isolated_env, monkeypatch, make, texts, limit, candidates, tags, folder)
+    check_searches(isolated_env, monkeypatch, make, texts, limit, boosted, tags, folder)
 
 
 def test_the_installed_amem_ranks_a_larger_vault_as_the_full_ranking(isolated_env: Path) -> None:
@@ -251,6 +255,27 @@ def test_the_installed_amem_ranks_a_larger_vault_as_the_full_ranking(isolated_en
             index.close()
         assert [(hit["id"], hit["score"]) for hit in done.json["hits"]] == expected, text
         assert done.json["total"] == total
+
+
+def test_a_smaller_limit_gives_the_first_hits_of_a_larger_one(vault: Path, amem: Any) -> None:
+    """60 notes saying `auth` three times, longer and longer; `hub.md`, titled Auth, links to `x.md`, which
+    says it once in a long body, and to the 45th of them: by base score x.md ranks last, below the boost's
+    pool, and stays there; the 45th stays 46th. Whatever the limit, the hits are the first of the deepest
+    ranking's (a pool of limit + 30 lifted x.md to second with `--limit 40`, not with `--limit 2`)."""
+    for i in range(60):
+        write_file(vault / f"n{i:02}.md", f"# Note {i}\n\n{'auth ' * 3}{'coffee ' * i}\n")
+    write_file(vault / "hub.md", "# Auth\n\nauth auth auth see [[x]] and [[n44]]\n")
+    write_file(vault / "x.md", f"# X\n\nauth {'coffee ' * 60}\n")
+    ranked = {}
+    for limit in (1, 2, 5, 31, 40, 41, 50, 80):
+        done = amem("search", "auth", "--limit", str(limit))
+        assert done.exit_code == 0, done.stderr
+        ranked[limit] = [(hit["id"], hit["score"]) for hit in done.json["hits"]]
+    deepest = [note_id for note_id, _ in ranked[80]]
+    assert len(deepest) == 62
+    assert (deepest[0], deepest.index("n44.md"), deepest[-1]) == ("hub.md", 45, "x.md")
+    for limit, hits in ranked.items():
+        assert hits == ranked[80][:limit], limit
 
 
 def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:

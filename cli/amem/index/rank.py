@@ -37,8 +37,12 @@ queries that are a `## ` heading, English 0.849 → 0.938 MRR@10 and Chinese 0.8
 0.25 (0.900 / 0.906 at 0.05, 0.959 / 0.959 at 0.5), titles still 1.000, paraphrases and held-out questions
 unchanged at every share. The headings sets are the pages' own headings, so this tier wins them by
 construction; 0.25 keeps the title's share twice the heading's. See docs/performance.md.
-4. A graph boost: a note linked from other hits gains GRAPH_BOOST × the best score (1 + 2 + 3) among them.
-   It re-ranks the best CANDIDATES + limit notes by 1 + 2 + 3; it adds no note that does not match.
+4. A graph boost: among the best BOOSTED notes by 1 + 2 + 3, a note linked from other matching notes gains
+   GRAPH_BOOST × the best score (1 + 2 + 3) among them, and they are re-ranked so; the notes below keep
+   their order. It adds no note that does not match, and it re-ranks the same notes whatever the limit:
+   `--limit 1` gives the first hit of `--limit 20`. (Boosting every match instead would make the top k
+   cost a walk of every match's links on a vault of near-equal scores: a note far down, linked from any
+   note above, could pass the limit-th.)
 
 Ties go to the smaller id.
 """
@@ -59,8 +63,8 @@ HEADINGS_WEIGHT = 4.0
 LINKS_WEIGHT = 1.0
 BODY_WEIGHT = 1.0
 GRAPH_BOOST = 0.15
-#: How many notes beyond the limit the graph boost may lift into the results.
-CANDIDATES = 30
+#: How many of the best notes by base score the graph boost re-ranks, whatever the limit.
+BOOSTED = 40
 #: The phrase bonus's tiers: a note gains ΣIDF × the share of the first field group holding the phrase.
 PHRASE_TIERS: tuple[tuple[list[str], float], ...] = ((["head"], 1.05), (["headings"], 1.0), (["body"], 0.5))
 #: The exact-title tier: a note whose whole title is the query gains this share of ΣIDF on top of the rest.
@@ -102,7 +106,7 @@ class Filter:
 class Ranker:
     """Ranks one query over one snapshot of the index (the caller holds a read transaction).
 
-    Only the best limit + CANDIDATES notes, and the notes linking to them, come back to Python, and BM25
+    Only the best max(limit, BOOSTED) notes, and the notes linking to them, come back to Python, and BM25
     (FTS5's, in C) runs only on the notes that may be among them. Every note's BM25 lies below a bound
     known before any is scored (`_Bounds`), so the notes titled as the query (looked up in the index of
     folded titles) and then the notes holding a phrase, in the bonus's tiers, come first: a tier is scored
@@ -168,14 +172,20 @@ class Ranker:
         return int(total), int(found)
 
     def rank(self, limit: int) -> list[tuple[int, float]]:
-        """The best `limit` (rowid, score) pairs, best first."""
-        if self.expression is None:
+        """The best `limit` (rowid, score) pairs, best first: the best BOOSTED notes by base score in the
+        order of their boosted scores, then the next ones by base score; the same order whatever the
+        limit, so a smaller limit gives the first of a larger one's hits."""
+        if self.expression is None or limit < 1:
             return []
-        best = self._best(limit + CANDIDATES)
-        final = self._with_boosts(dict(best))
-        ids = dict(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", list(final)))
-        ranked = sorted(final.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
-        return [(doc, _rounded(score, 6)) for doc, score in ranked[:limit]]
+        best = self._best(max(limit, BOOSTED))
+        final = self._with_boosts(dict(best[:BOOSTED]))
+        below = dict(best[BOOSTED:])  # every boosted score is at least every base score below the pool
+        return [(doc, _rounded(score, 6)) for doc, score in [*self._ordered(final), *self._ordered(below)][:limit]]
+
+    def _ordered(self, scores: dict[int, float]) -> list[tuple[int, float]]:
+        """These (rowid, score) pairs, best first, ties (to 9 digits) to the smaller id."""
+        ids = dict(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", list(scores)))
+        return sorted(scores.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
 
     def _bm25(self, extra: str = "") -> str:
         """Every matching note's (rowid, BM25 score `extra`), in SQL; its parameters are `_args()`, after

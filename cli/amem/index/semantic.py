@@ -576,13 +576,9 @@ class SearchRanker:
     rowids) into the fused one. `fused` and `status` are the search result's `fused` and `semantic`;
     `depth` is how deep the keyword ranking handed to `fuse` should go."""
 
-    #: The keyword ranking is not ranked only as deep as fusion could use it: that ranking to depth d is no
-    #: prefix of the one to FUSION_DEPTH, since the graph boost re-ranks the best d + CANDIDATES notes by
-    #: base score and may lift a note from below that pool to the top of a deeper ranking, whose ranks the
-    #: fused scores and `--explain` read (tests/test_fused_depth.py). A shallower pool gives the deep
-    #: ranking's first d only when its d-th boosted score beats every note outside it (the pool's last base
-    #: score + GRAPH_BOOST × the best): on the benchmark vault that fails at the 10th of every query
-    #: measured (docs/performance.md, "Semantic model").
+    #: The keyword ranking is ranked as deep as fusion reads it, whatever the limit: the fused score of a
+    #: note the semantic ranking found reads its keyword rank, to FUSION_DEPTH, and so does `--explain`
+    #: (tests/test_fused_depth.py); a ranking to depth d is the first d of the deeper one.
     depth = FUSION_DEPTH
 
     def __init__(
