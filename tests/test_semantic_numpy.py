@@ -82,3 +82,49 @@ def test_an_onnx_model_folder_leaves_the_blas_threads_alone(isolated_env: Path) 
     shutil.copy(Path(list(spec.submodule_search_locations)[0]) / "model.onnx", mine / "model.onnx")
     shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
     assert blas_child(mine, {})["set"] == dict.fromkeys(VARIABLES)
+
+
+def test_a_query_its_fusion_gives_no_weight_is_not_embedded(
+    vault: Path, isolated_env: Path, numpy_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model folder's fusion (Latin only) gives a query holding a title as a phrase, or written in
+    Chinese, no weight: the search answers as keywords rank it and never embeds the query (milliseconds of
+    the model's, for nothing); a question is embedded, once."""
+    from amem.config import load_config
+    from amem.index import embedding
+    from amem.index.index import VaultIndex
+    from amem.index.search import search
+    from amem.report import CollectingReporter
+    from tests.conftest import write_file
+
+    write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
+    write_file(vault / "deploy.md", "# Deploy\n\nThe staging server is rebuilt every night.\n")
+    write_file(vault / "zh.md", "# 令牌\n\n访问令牌在十五分钟后过期。\n")
+    write_file(
+        isolated_env.parent / "home/.config/amem/config.yaml", f"semantic: {{enabled: true, model: {numpy_model}}}\n"
+    )
+    config = load_config()
+    index = VaultIndex(config)
+    try:
+        index.refresh()
+        assert embedding.index_now(index, CollectingReporter()) == 3
+    finally:
+        index.close()
+    embedded: list[str] = []
+    real = models.Transformer.embed
+
+    def spied(self: models.Transformer, texts: Any) -> Any:
+        embedded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(models.Transformer, "embed", spied)
+    for query, why in [("token lifetime", "phrase"), ("令牌过期", "script"), ("how long do tokens last?", "question")]:
+        embedded.clear()
+        fused = search(config, query, semantic=True, explain=True)
+        keyword = search(config, query, semantic=False)
+        assert (fused["fusion"]["why"], fused["semantic"]) == (why, "ok")
+        if why == "question":
+            assert fused["fusion"]["weight"] > 0 and embedded == [query]
+        else:
+            assert fused["fusion"]["weight"] == 0 and embedded == []
+            assert [hit["id"] for hit in fused["hits"]] == [hit["id"] for hit in keyword["hits"]]

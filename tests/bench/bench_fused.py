@@ -15,7 +15,8 @@ in full.
 Keeper: with a keeper of the model running, `amem search Q` and `amem search --semantic Q` alternate, the
 queries cycling, --runs rounds: medians and their ratio. MCP: two `amem mcp` servers on the same vault
 and index, one with `semantic: true`, one without, called alternately (`wiki_search`), --calls each:
-medians and their ratio. The load average is printed: compare the ratios, taken side by side.
+medians and their ratio, of every call and of each query's, with the fusion weight it gets (a query of
+weight 0 ranks no vectors). The load average is printed: compare the ratios, taken side by side.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def through_keeper(work: Path, vault: Path, model: str, runs: int) -> None:
     print(f"    fused {f:.1f} ms ({f / k:.2f}×); semantic status {sorted(status)}")
 
 
-async def _calls(env: dict[str, str], calls: int, into: list[float]) -> None:
+async def _calls(env: dict[str, str], calls: int, into: list[tuple[str, float]], weights: dict[str, Any]) -> None:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -120,24 +121,35 @@ async def _calls(env: dict[str, str], calls: int, into: list[float]) -> None:
             for _ in range(3):
                 for query in QUERIES:
                     await session.call_tool("wiki_search", {"query": query})
+            for query in QUERIES:  # the fusion each query gets (not timed)
+                explained = await session.call_tool("wiki_search", {"query": query, "explain": True})
+                fusion = (explained.structured_content or {}).get("fusion")
+                weights[query] = fusion["weight"] if fusion else None
             for i in range(calls):
+                query = QUERIES[i % len(QUERIES)]
                 start = time.perf_counter()
-                result = await session.call_tool("wiki_search", {"query": QUERIES[i % len(QUERIES)]})
-                into.append((time.perf_counter() - start) * 1000)
+                result = await session.call_tool("wiki_search", {"query": query})
+                into.append((query, (time.perf_counter() - start) * 1000))
                 if result.is_error:
                     raise SystemExit(f"wiki_search failed: {result.content}")
 
 
 def through_mcp(work: Path, vault: Path, model: str, calls: int) -> None:
+    """Medians of every call and of each query's; a query whose fusion weight is 0 ranks no vectors."""
     import anyio
 
-    keyword: list[float] = []
-    fused: list[float] = []
+    keyword: list[tuple[str, float]] = []
+    fused: list[tuple[str, float]] = []
+    weights: dict[str, Any] = {}
     for _ in range(2):  # alternating blocks: keyword, fused, keyword, fused
-        anyio.run(_calls, environment(work, vault, model, False), calls // 2, keyword)
-        anyio.run(_calls, environment(work, vault, model, True), calls // 2, fused)
-    k, f = statistics.median(keyword), statistics.median(fused)
+        anyio.run(_calls, environment(work, vault, model, False), calls // 2, keyword, {})
+        anyio.run(_calls, environment(work, vault, model, True), calls // 2, fused, weights)
+    k, f = statistics.median(ms for _, ms in keyword), statistics.median(ms for _, ms in fused)
     print(f"  MCP wiki_search ({len(keyword)} calls each): keyword {k:.1f} ms, fused {f:.1f} ms ({f / k:.2f}×)")
+    for query in QUERIES:
+        qk = statistics.median(ms for q, ms in keyword if q == query)
+        qf = statistics.median(ms for q, ms in fused if q == query)
+        print(f"    {query!r} (fusion weight {weights.get(query)}): {qk:.1f} / {qf:.1f} ms ({qf / qk:.2f}×)")
 
 
 def main() -> None:

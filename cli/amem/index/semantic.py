@@ -642,27 +642,26 @@ class SearchRanker:
         `explained`). The keyword ranking as it is when the model failed. `count` is the keyword ranking's
         (`Ranker.count`): its total, and how many of the given notes it matches, in one walk."""
         conn = self.index.conn
-        if self.ranking is not None:
-            semantic = self.ranking
-        elif self.embedder is None:
+        if self.ranking is None and self.embedder is None:
             return list(keyword), count(())[0]
-        else:
-            semantic = self._rank(query, where)
-            if self.embedder is None:
-                return list(keyword), count(())[0]
         from . import fusion
         from .sql import select_in
 
         docs = [doc for doc, _ in keyword]
-        live = "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})"
-        rowid = dict(select_in(conn, live, [note_id for note_id, _ in semantic]))
         id_of = dict(select_in(conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", docs))
         keyword_ids = [(id_of[doc], score) for doc, score in keyword]
+        plan = fusion.decide(fusion.evidence(conn, query, keyword_ids), self.profile or fusion.DEFAULT_PROFILE)
+        semantic: list[tuple[str, float]] = []
+        if plan.weight > 0:  # else the semantic ranking would move nothing: it is not made
+            semantic = self.ranking if self.ranking is not None else self._rank(query, where)
+            if self.ranking is None and self.embedder is None:
+                return list(keyword), count(())[0]  # the model failed at query time
+        live = "SELECT id, rowid FROM notes WHERE problem IS NULL AND id IN ({})"
+        rowid = dict(select_in(conn, live, [note_id for note_id, _ in semantic]))
         rowid.update((note_id, doc) for doc, note_id in id_of.items())
         semantic = [pair for pair in semantic if pair[0] in rowid]  # vectors of a note just removed
-        profile = self.profile or fusion.DEFAULT_PROFILE
-        self.plan = fusion.decide(fusion.evidence(conn, query, keyword_ids), profile)
-        fused = fusion.fuse(self.plan, keyword_ids, semantic if self.plan.weight > 0 else [])
+        self.plan = plan
+        fused = fusion.fuse(plan, keyword_ids, semantic)
         self.explained = {rowid[i]: explained for i, _, explained in fused}
         if self.plan.weight == 0:
             return [(rowid[i], score) for i, score, _ in fused], count(())[0]
