@@ -68,7 +68,8 @@ def reference(
         keys = {title_key(ANCHOR.sub("", m.group(1))) for line in lines if (m := HEADING.match(line))}
         if doc in scores and title_key(text) in keys:
             scores[doc] += bonus * rank.EXACT_HEADING
-    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    ids = dict(conn.execute("SELECT rowid, id FROM notes"))
+    best = sorted(scores.items(), key=lambda item: (-item[1], ids[item[0]]))  # equal scores: the smaller id
     final, below = dict(best[: rank.BOOSTED]), dict(best[rank.BOOSTED : limit])  # the boost's pool, whatever the limit
     for target in list(final):
         note_id = conn.execute("SELECT id FROM notes WHERE rowid = ?", (target,)).fetchone()[0]
@@ -76,7 +77,6 @@ def reference(
         found = [scores[src] for src in sources if src != target and src in scores]
         if found:
             final[target] += rank.GRAPH_BOOST * max(found)
-    ids = dict(conn.execute("SELECT rowid, id FROM notes"))
     ordered = [
         *sorted(final.items(), key=lambda item: (-float(f"{item[1]:.9g}"), ids[item[0]])),
         *sorted(below.items(), key=lambda item: (-float(f"{item[1]:.9g}"), ids[item[0]])),

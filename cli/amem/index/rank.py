@@ -174,25 +174,43 @@ class Ranker:
     def rank(self, limit: int) -> list[tuple[int, float]]:
         """The best `limit` (rowid, score) pairs, best first: the best BOOSTED notes by base score in the
         order of their boosted scores, then the next ones by base score; the same order whatever the
-        limit, so a smaller limit gives the first of a larger one's hits."""
+        limit, so a smaller limit gives the first of a larger one's hits. Equal base scores go to the
+        smaller id there too, so that an index kept up to date (whose rowids are in another order) and one
+        built afresh choose the same notes."""
         if self.expression is None or limit < 1:
             return []
-        best = self._best(max(limit, BOOSTED))
-        final = self._with_boosts(dict(best[:BOOSTED]))
-        below = dict(best[BOOSTED:])  # every boosted score is at least every base score below the pool
-        return [(doc, _rounded(score, 6)) for doc, score in [*self._ordered(final), *self._ordered(below)][:limit]]
+        depth = max(limit, BOOSTED)
+        best = dict(self._best(depth))
+        if len(best) == depth:  # the notes tied with the last: known, to be chosen by id
+            edge = min(best.values())
+            self._complete(edge)
+            best = {doc: score for doc, score in self._scored.items() if score >= edge}
+        ids = dict(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", list(best)))
+        chosen = sorted(best.items(), key=lambda item: (-item[1], ids[item[0]]))[:depth]
+        final = self._with_boosts(dict(chosen[:BOOSTED]))
+        below = dict(chosen[BOOSTED:])  # every boosted score is at least every base score below the pool
+        ordered = [*_ordered(final, ids), *_ordered(below, ids)]
+        return [(doc, _rounded(score, 6)) for doc, score in ordered[:limit]]
 
-    def _ordered(self, scores: dict[int, float]) -> list[tuple[int, float]]:
-        """These (rowid, score) pairs, best first, ties (to 9 digits) to the smaller id."""
-        ids = dict(select_in(self.conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", list(scores)))
-        return sorted(scores.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
+    def _complete(self, edge: float) -> None:
+        """Every match scoring `edge` or more in `_scored`: the notes tied with the last of the best too,
+        not only those of smaller rowid that the best took."""
+        if self._stored is not None:
+            sql = f"SELECT doc, score FROM {SCORES} WHERE score >= ?"
+            self._scored.update(self.conn.execute(sql, (edge,)).fetchall())
+        elif self._cap is not None and self._cap >= edge:
+            # a sorted pass stopped at a note scoring `edge` (a query of one word): its ties, scored again
+            sql, args = self._pass(self._rest, self._scored.keys())
+            rows = self.conn.execute(f"SELECT rowid, score FROM ({sql}) WHERE score >= ?", [*args, edge]).fetchall()
+            self._scored.update(rows)
 
     def _bm25(self, extra: str = "") -> str:
         """Every matching note's (rowid, BM25 score `extra`), in SQL; its parameters are `_args()`, after
         those of `extra`."""
         clause = self.filter.clause("rowid")[0]
         weights = f"{HEAD_WEIGHT}, {HEADINGS_WEIGHT}, {LINKS_WEIGHT}, {BODY_WEIGHT}"
-        return f"SELECT rowid, -bm25(search_fts, {weights}){extra} FROM search_fts WHERE search_fts MATCH ?{clause}"
+        score = f"-bm25(search_fts, {weights}){extra} AS score"
+        return f"SELECT rowid, {score} FROM search_fts WHERE search_fts MATCH ?{clause}"
 
     def _args(self) -> list[object]:
         return [self.expression, *self.filter.clause("rowid")[1]]
@@ -299,24 +317,14 @@ class Ranker:
         """The best `depth` notes when those holding no phrase may be among them: one sorted pass over the
         matches not scored yet, the notes of `tiers` (not scored yet) with their bonus, merged with the
         scored ones."""
-        extra, bonus_args = "", []
-        if tiers:
-            cases = " ".join("WHEN rowid IN (SELECT value FROM json_each(?)) THEN ?" for _ in tiers)
-            extra = f" + CASE {cases} ELSE 0.0 END"
-            for tier in tiers:
-                bonus_args += [json.dumps(sorted(tier.notes or ())), tier.bonus]
-        sql = self._bm25(extra)
-        args = [*bonus_args, *self._args()]
-        scored = holders.difference(*(t.notes or () for t in tiers))
-        if scored:
-            sql += " AND +rowid NOT IN (SELECT value FROM json_each(?))"
-            args.append(json.dumps(sorted(scored)))
+        sql, args = self._pass(tiers, holders.difference(*(t.notes or () for t in tiers)))
         self._rest = tiers
         if not self.query.phrases:
             # One word: a sorted pass, the linking notes outside it scored by another (cheaper than storing
-            # every match). A note not scored ranks at most as the worst of those ranked.
-            others = self.conn.execute(f"{sql} ORDER BY 2 DESC, 1 LIMIT ?", [*args, depth]).fetchall()
-            self._cap = others[-1][1] if len(others) == depth else None
+            # every match). A note not scored ranks at most as the worst of those ranked: one past the
+            # depth, so that a note tied with the depth-th is known to be there only when it is (`_complete`).
+            others = self.conn.execute(f"{sql} ORDER BY 2 DESC, 1 LIMIT ?", [*args, depth + 1]).fetchall()
+            self._cap = others[-1][1] if len(others) == depth + 1 else None
         else:
             # Several words: every match scored once into SCORES, where the linking notes and `total` are
             # looked up (the query's phrases have cost a pass over the matches already).
@@ -329,6 +337,22 @@ class Ranker:
             others = conn.execute(best, (depth,)).fetchall()
         self._scored.update(others)
         return _top(self._scored, depth)
+
+    def _pass(self, tiers: list[_Tier], scored: Collection[int]) -> tuple[str, list[object]]:
+        """A pass over the matches but the `scored` ones, each with its base score (`score`): BM25, plus
+        the bonus of the one of these tiers (not scored yet) holding it; and its parameters."""
+        extra, args = "", []
+        if tiers:
+            cases = " ".join("WHEN rowid IN (SELECT value FROM json_each(?)) THEN ?" for _ in tiers)
+            extra = f" + CASE {cases} ELSE 0.0 END"
+            for tier in tiers:
+                args += [json.dumps(sorted(tier.notes or ())), tier.bonus]
+        sql = self._bm25(extra)
+        args += self._args()
+        if scored:
+            sql += " AND +rowid NOT IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(scored)))
+        return sql, args
 
     def _statistics(self) -> _Bounds:
         """ΣIDF of the query's words for the phrase bonus, each word's df the notes holding its terms (a
@@ -568,6 +592,11 @@ def _varints(blob: bytes) -> list[int]:
                 break
         values.append(value)
     return values
+
+
+def _ordered(scores: dict[int, float], ids: dict[int, str]) -> list[tuple[int, float]]:
+    """These (rowid, score) pairs, best first, ties (to 9 digits) to the smaller id."""
+    return sorted(scores.items(), key=lambda item: (-_rounded(item[1], 9), ids[item[0]]))
 
 
 def _top(scores: dict[int, float], depth: int) -> list[tuple[int, float]]:
