@@ -82,6 +82,8 @@ NOTES_AMEM = frozenset(
     | {"amem.index.keeper_client"}
     # what amem wrote, recorded for modifiedExternally
     | {"amem.index.seen"}
+    # the attachments a build's walk passed, stored for reads
+    | {"amem.index.attached"}
 )
 #: What a read of an unchanged vault loads of them: the index's queries and its folder check, the note's
 #: links and plain frontmatter.

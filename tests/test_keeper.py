@@ -38,15 +38,16 @@ class WalkCounter:
         real = amem.index.scan.scan_vault
         real_quick = amem.index.index.VaultIndex._quick_scan
 
-        def counting(config: Any) -> Any:
+        def counting(config: Any, others: bool = False) -> Any:
             self.count += 1
-            return real(config)
+            return real(config, others)
 
         def counting_quick(index: VaultIndex) -> Any:
             self.count += 1
             return real_quick(index)
 
-        monkeypatch.setattr("amem.index.index.scan_vault", counting)  # where refresh looks it up
+        monkeypatch.setattr("amem.index.index.scan_vault", counting)  # where refreshes look it up
+        monkeypatch.setattr("amem.index.attached.scan_vault", counting)
         monkeypatch.setattr(amem.index.index.VaultIndex, "_quick_scan", counting_quick)
 
 

@@ -276,9 +276,9 @@ def test_a_search_killed_while_it_refreshes_is_finished_by_the_next_one(tmp_path
 def test_a_build_stores_its_scans_digest_only_if_no_note_changed_between_the_scan_and_its_read(
     config: Config, monkeypatch: pytest.MonkeyPatch, changed: bool
 ) -> None:
+    from amem.index import attached, snapshot
     from amem.index import index as index_module
     from amem.index import scan as scan_module
-    from amem.index import snapshot
 
     vault = Path(config.vault_root)
     for i in range(300):  # past the bulk threshold: the build's own resolver, as at any size
@@ -287,14 +287,15 @@ def test_a_build_stores_its_scans_digest_only_if_no_note_changed_between_the_sca
     scans: list[Any] = []
     real_scan = scan_module.scan_vault
 
-    def scan_then_edit(config: Config) -> Any:
-        scan = real_scan(config)
+    def scan_then_edit(config: Config, others: bool = False) -> Any:
+        scan = real_scan(config, others)
         scans.append(snapshot.scan_sum(scan))
         if changed:  # after the scan, before the build reads it
             write_file(vault / "f3/note-3.md", "# note 3\nalpha, longer now than when it was scanned\n")
         return scan
 
     monkeypatch.setattr(index_module, "scan_vault", scan_then_edit)
+    monkeypatch.setattr(attached, "scan_vault", scan_then_edit)  # a thorough refresh's
     index = VaultIndex(config)
     try:
         assert index.refresh().added == 300

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..atomicfile import TEMP_SUFFIX
 from ..notes.links import LinkResolver
-from .scan import VaultScan, Walker
+from .scan import VaultScan, Walker, scan_vault
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -116,6 +116,19 @@ def _list_folder(walker: Walker, rel: str) -> tuple[list[str], list[tuple[str, i
 
 def _attachment(name: str, walker: Walker) -> bool:
     return not name.endswith(TEMP_SUFFIX) and not name.lower().endswith(walker.extensions)
+
+
+def thorough_scan(config: Config, conn: sqlite3.Connection) -> VaultScan:
+    """`scan_vault`, keeping the files that are not notes when no listing of them is stored (a build, or
+    one finished after a kill), for `remember_scan`."""
+    return scan_vault(config, conn.execute("SELECT 1 FROM meta WHERE key = ?", (KEY,)).fetchone() is None)
+
+
+def remember_scan(conn: sqlite3.Connection, scan: VaultScan) -> None:
+    """Store the attachments a scan kept, by folder with its mtime as the scan took it (racily recent ones
+    to be listed again), as `_refreshed` would list them: the first read after a build lists no folder."""
+    if scan.others is not None:
+        _remember(conn, {rel: (mtime_ns, scan.others.get(rel, [])) for rel, mtime_ns in scan.dirs.items()})
 
 
 def _remember(conn: sqlite3.Connection, folders: dict[str, tuple[int, list[str]]]) -> None:

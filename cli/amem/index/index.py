@@ -33,6 +33,7 @@ from ..notes.links import (
     resolve_stored,
 )
 from ..report import Reporter
+from . import attached
 from . import snapshot as stored
 from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
 from .sql import select_in
@@ -334,10 +335,9 @@ class VaultIndex:
         from .keeper_client import synced
 
         stats = RefreshStats()
-        # The one place that decides how the vault is looked at: not at all when a live keeper of the
-        # vault has applied every change made before this call (unless this call found no index and built
-        # it empty: the keeper's changes went into the one that is gone); otherwise every note, or only the
-        # folders.
+        # The one place that decides how the vault is looked at: not at all when a live keeper of the vault
+        # has applied every change made before this call (unless this call found no index and built it
+        # empty: the keeper's changes went into the one that is gone); else every note, or the folders.
         self.conn  # noqa: B018 (opening it may build it empty, setting _created)
         if not self._created and synced(self):
             stats.warnings = self._problems()
@@ -346,7 +346,7 @@ class VaultIndex:
             if not held:
                 stats.busy = True
             else:
-                scan = scan_vault(self.config) if thorough else self._quick_scan()
+                scan = attached.thorough_scan(self.config, self.conn) if thorough else self._quick_scan()
                 if scan.temporaries:
                     from ..store.write import sweep_temporaries
 
@@ -359,6 +359,7 @@ class VaultIndex:
                         stored.store_digest(self.conn, diff.digest)  # the same notes, scanned in another order
                     self._mark_complete()  # an index of an amem that kept no such mark
                     self._write_search_rows()  # left by an interrupted refresh
+                attached.remember_scan(self.conn, scan)  # what a build's walk passed
                 self._created = False
         stats.warnings = self._problems()
         if stats.busy and wait:

@@ -28,7 +28,7 @@ _Stack = list[tuple[str, int]]
 class VaultScan:
     """What a scan saw: notes by id as (mtime_ns, size), and folders by vault-relative path."""
 
-    def __init__(self, listed: set[str] | None = None) -> None:
+    def __init__(self, listed: set[str] | None = None, others: bool = False) -> None:
         self.started_ns = time.time_ns()
         self.files: dict[str, tuple[int, int]] = {}
         self.dirs: dict[str, int] = {}
@@ -36,6 +36,8 @@ class VaultScan:
         self.listed = listed
         #: amem temporary files the scan came across (a live writer's, or one a killed writer left)
         self.temporaries: list[str] = []
+        #: the files that are not notes (attachments) by folder, as `attached` lists them (None: not kept)
+        self.others: dict[str, list[str]] | None = {} if others else None
         #: notes a refresh read with another (mtime, size) than `files` held (changed since), which it
         #: then stores in `files`: while none is, the refresh left the notes as the scan found them
         self.restated = 0
@@ -120,7 +122,7 @@ class Walker:
     def _entries(self, rel: str, entries: Iterator[os.DirEntry[str]], stack: _Stack, skip: Container[str]) -> None:
         """The hot loop of every search: per note one lstat (never dropped: it is how a search sees every
         edit) and as few other calls as can be, names in their own case tried before lowering them."""
-        files = self.scan.files
+        files, others = self.scan.files, self.scan.others
         extensions = self.extensions
         for entry in entries:
             name = entry.name
@@ -149,13 +151,16 @@ class Walker:
                     sub = f"{rel}{name}/"
                     if sub not in skip:
                         stack.append((sub, entry.stat(follow_symlinks=False).st_mtime_ns))
+                elif others is not None and entry.is_file() and not name.lower().endswith(extensions):
+                    others.setdefault(rel, []).append(rel + name)
             except OSError:
                 continue  # deleted during the scan, or a broken symlink
 
 
-def scan_vault(config: Config) -> VaultScan:
-    """Every indexable note and folder of the vault, each note stat'ed."""
-    scan = VaultScan()
+def scan_vault(config: Config, others: bool = False) -> VaultScan:
+    """Every indexable note and folder of the vault, each note stat'ed (and, with `others`, the files that
+    are not notes)."""
+    scan = VaultScan(others=others)
     try:
         root_mtime = os.stat(config.vault_dir).st_mtime_ns
     except OSError:
