@@ -98,39 +98,36 @@ class Config(NamedTuple):
 
     @property
     def cache_dir(self) -> "Path":
-        from pathlib import Path
-
-        return Path(self.cache_folder)
+        return _as_path(self.cache_folder)
 
     @property
     def cwd(self) -> "Path":
-        from pathlib import Path
-
-        return Path(self.work_dir)
+        return _as_path(self.work_dir)
 
     @property
     def project_root(self) -> "Path":
-        from pathlib import Path
-
-        return Path(self.project_dir)
+        return _as_path(self.project_dir)
 
     @property
     def vault_root(self) -> "Path":
-        from pathlib import Path
-
-        return Path(self.vault_dir)
+        return _as_path(self.vault_dir)
 
     @property
     def config_files(self) -> "tuple[Path, ...]":
-        from pathlib import Path
-
-        return tuple(Path(path) for path in self.config_paths)
+        return tuple(_as_path(path) for path in self.config_paths)
 
     def with_vault(self, vault_root: str | os.PathLike[str]) -> "Config":
         return self._replace(vault_dir=pure_path(os.fspath(vault_root)))
 
 
 # --- paths as pathlib spells them, without pathlib ----------------------------------------------------
+
+
+def _as_path(path: str) -> "Path":
+    """`Path(path)`, `pathlib` loaded only by the callers that ask for a Path."""
+    from pathlib import Path
+
+    return Path(path)
 
 
 def pure_path(path: str) -> str:
@@ -185,21 +182,15 @@ def _xdg_home(variable: str, default: str) -> str:
 
 
 def cache_home() -> "Path":
-    from pathlib import Path
-
-    return Path(_xdg_home("XDG_CACHE_HOME", ".cache"))
+    return _as_path(_xdg_home("XDG_CACHE_HOME", ".cache"))
 
 
 def state_home() -> "Path":
-    from pathlib import Path
-
-    return Path(_xdg_home("XDG_STATE_HOME", ".local/state"))
+    return _as_path(_xdg_home("XDG_STATE_HOME", ".local/state"))
 
 
 def config_home() -> "Path":
-    from pathlib import Path
-
-    return Path(_xdg_home("XDG_CONFIG_HOME", ".config"))
+    return _as_path(_xdg_home("XDG_CONFIG_HOME", ".config"))
 
 
 def vault_key(vault_root: str | os.PathLike[str]) -> str:

@@ -12,7 +12,6 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING
 
-from ..atomicfile import TEMP_SUFFIX
 from ..notes.links import LinkResolver
 from .scan import VaultScan, Walker, scan_vault
 
@@ -107,15 +106,11 @@ def _list_folder(walker: Walker, rel: str) -> tuple[list[str], list[tuple[str, i
                 if entry.is_dir(follow_symlinks=False):
                     if not walker.skips_folder(name):
                         subfolders.append((f"{rel}{name}/", entry.stat(follow_symlinks=False).st_mtime_ns))
-                elif _attachment(name, walker) and entry.is_file():
+                elif walker.is_attachment(name) and entry.is_file():
                     paths.append(rel + name)
             except OSError:
                 continue  # gone during the listing
     return paths, subfolders
-
-
-def _attachment(name: str, walker: Walker) -> bool:
-    return not name.endswith(TEMP_SUFFIX) and not name.lower().endswith(walker.extensions)
 
 
 def thorough_scan(config: Config, conn: sqlite3.Connection) -> VaultScan:

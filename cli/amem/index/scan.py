@@ -75,6 +75,10 @@ class Walker:
     def skips_folder(self, name: str) -> bool:
         return name in ALWAYS_SKIPPED or name in self.excluded or (name[0] == "." and not self.hidden)
 
+    def is_attachment(self, name: str) -> bool:
+        """Whether a file of this name is an attachment: not a note, not an amem temporary."""
+        return not name.endswith(TEMP_SUFFIX) and not name.lower().endswith(self.extensions)
+
     def is_note(self, note_id: str) -> bool:
         """Whether a scan would index `note_id` if the file exists (its name and folders)."""
         lowered = note_id.lower()
@@ -151,7 +155,7 @@ class Walker:
                     sub = f"{rel}{name}/"
                     if sub not in skip:
                         stack.append((sub, entry.stat(follow_symlinks=False).st_mtime_ns))
-                elif others is not None and entry.is_file() and not name.lower().endswith(extensions):
+                elif others is not None and entry.is_file() and self.is_attachment(name):
                     others.setdefault(rel, []).append(rel + name)
             except OSError:
                 continue  # deleted during the scan, or a broken symlink
