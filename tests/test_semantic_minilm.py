@@ -92,8 +92,9 @@ def test_a_search_never_embeds_the_vault_and_says_how_much_is_covered(minilm_vau
     assert set(rows(minilm_vault)) == set(NOTES)
 
 
-#: The name amem stored minilm's vectors under while it cut texts to 256 tokens.
-FORMER_NAME = "all-MiniLM-L6-v2-int8"
+#: The names amem stored minilm's vectors under: while it cut texts to 256 tokens, and while it multiplied
+#: the weights as floats.
+FORMER_NAMES = ("all-MiniLM-L6-v2-int8", "all-MiniLM-L6-v2-int8-128")
 
 
 def test_minilm_reads_a_text_up_to_its_128th_token() -> None:
@@ -107,16 +108,45 @@ def test_minilm_reads_a_text_up_to_its_128th_token() -> None:
     assert embedder.embed([short + " about sailing boats"]).tobytes() != embedder.embed([short]).tobytes()
 
 
-def test_vectors_of_the_256_token_minilm_are_embedded_again(minilm_vault: Path) -> None:
+@pytest.mark.parametrize("former", FORMER_NAMES)
+def test_vectors_of_a_former_minilm_are_embedded_again(minilm_vault: Path, former: str) -> None:
     assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)
     fresh = rows(minilm_vault)
     path = VaultIndex(load_config()).path
-    with sqlite3.connect(path) as conn:  # what an amem that cut texts to 256 tokens left
-        conn.execute("UPDATE semantic_vectors SET model = ?", (FORMER_NAME,))
-        conn.execute("UPDATE semantic_meta SET value = ? WHERE key = 'model'", (FORMER_NAME,))
-    assert {row[0] for row in rows(minilm_vault).values()} == {FORMER_NAME}
+    with sqlite3.connect(path) as conn:  # what a former amem left
+        conn.execute("UPDATE semantic_vectors SET model = ?", (former,))
+        conn.execute("UPDATE semantic_meta SET value = ? WHERE key = 'model'", (former,))
+    assert {row[0] for row in rows(minilm_vault).values()} == {former}
     assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)
     assert rows(minilm_vault) == fresh
+
+
+def _pinned_file() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec(models.MINILM_PACKAGE)
+    assert spec is not None and spec.submodule_search_locations
+    return str(Path(list(spec.submodule_search_locations)[0]) / models.MINILM_ONNX)
+
+
+def test_minilm_multiplies_its_int8_weights_as_integers() -> None:
+    import numpy as np
+
+    embedder = models.minilm()
+    tokenizer = str(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json")
+    folded = models.Transformer("folded", tokenizer, models.OnnxBackend(_pinned_file()), "mean", {}, max_tokens=128)
+    texts = [*NOTES.values(), "how long do credentials stay valid", "the keeper refreshes the vault " * 30]
+    integer, floats = embedder.embed(texts), folded.embed(texts)
+    similarity = (integer * floats).sum(axis=1)
+    assert similarity.min() > 0.98  # the same model, within the activations' quantisation
+    assert not np.array_equal(integer, floats)  # but integer products: other vectors, under another name
+    assert embedder.name not in FORMER_NAMES
+
+
+def test_a_rewritten_model_other_than_the_one_amem_was_built_for_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(models, "MINILM_INTEGER_SHA256", "0" * 64)
+    with pytest.raises(models.SemanticError, match=r"model\.onnx \(with integer products\) is not the one"):
+        models.minilm()
 
 
 def _many(vault: Path, count: int) -> None:
@@ -187,13 +217,9 @@ def test_a_corrupt_model_file_is_a_clear_semantic_error(minilm_vault: Path, tmp_
 
 
 def test_a_model_folder_of_the_users_loads_and_a_changed_file_re_embeds(minilm_vault: Path, isolated_env: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.find_spec(models.MINILM_PACKAGE)
-    assert spec is not None and spec.submodule_search_locations
     mine = isolated_env.parent / "home/.config/amem/mine"
     mine.mkdir(parents=True)
-    shutil.copy(Path(list(spec.submodule_search_locations)[0]) / "model.onnx", mine / "model.onnx")
+    shutil.copy(_pinned_file(), mine / "model.onnx")
     shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
     amem("index", env={"AMEM_SEMANTIC_MODEL": "minilm"})
     by_minilm = rows(minilm_vault)
@@ -207,6 +233,24 @@ def test_a_model_folder_of_the_users_loads_and_a_changed_file_re_embeds(minilm_v
     (mine / "tokenizer.json").write_text(json.dumps(tokenizer, indent=1), encoding="utf-8")  # same meaning
     assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)  # other bytes: another model
     assert found("how long do credentials stay valid")["hits"][0]["id"] == "auth.md"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_broken_model_file_in_a_folder_is_the_models_error(
+    minilm_vault: Path, isolated_env: Path, damage: str
+) -> None:
+    mine = isolated_env.parent / "home/.config/amem/broken"
+    mine.mkdir(parents=True)
+    whole = Path(_pinned_file()).read_bytes()
+    (mine / "model.onnx").write_bytes(whole[: len(whole) // 2] if damage == "truncated" else os.urandom(4096))
+    shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
+    write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: broken}\n")
+    done = amem("search", "--semantic", "when do access tokens expire")
+    result = json.loads(done.stdout)
+    assert (result["semantic"], result["fused"]) == ("error", False)
+    assert result["hits"][0]["id"] == "auth.md"  # the keyword answer stands
+    assert "cannot be loaded" in done.stderr and "Traceback" not in done.stderr
+    assert str(isolated_env.parent) not in done.stderr
 
 
 def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -274,16 +318,12 @@ def _explained(query: str) -> tuple[dict[str, Any], bool, str]:
 
 
 def test_a_model_folder_declares_the_scripts_it_reads(minilm_vault: Path, isolated_env: Path) -> None:
-    import importlib.util
-
     from tests.keeperproc import start_keeper
 
     write_file(minilm_vault / "zh.md", "# 令牌\n\n访问令牌在十五分钟后过期，然后需要重新登录。\n")
-    spec = importlib.util.find_spec(models.MINILM_PACKAGE)
-    assert spec is not None and spec.submodule_search_locations
     mine = isolated_env.parent / "home/.config/amem/multi"
     mine.mkdir(parents=True)
-    shutil.copy(Path(list(spec.submodule_search_locations)[0]) / "model.onnx", mine / "model.onnx")
+    shutil.copy(_pinned_file(), mine / "model.onnx")
     shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
     write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: multi}\n")
     amem("index")

