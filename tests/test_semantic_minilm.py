@@ -327,7 +327,7 @@ def test_a_model_folder_declares_the_scripts_it_reads(minilm_vault: Path, isolat
     shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
     write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: multi}\n")
     amem("index")
-    query = "多久过期"
+    query = "多久会过期？"  # a question: the kind of query minilm's weights let a model move
     # undeclared: a Latin-only model, so a Chinese query stays keyword-only
     undeclared, _, _ = _explained(query)
     assert (undeclared["fusion"]["why"], undeclared["fusion"]["weight"]) == ("script", 0.0)

@@ -12,7 +12,7 @@ makes every Chinese query worse. So each query gets its own semantic weight, fro
 3. `margin`: the top keyword score is at least MARGIN times the second's: keywords are sure of their answer.
 4. `question`: the query is a question (a question word first, a `?`) or a sentence of LONG_WORDS words or
    more: it describes what it wants rather than names it, and the semantic ranking weighs most.
-5. otherwise `words`: a few keywords without an exact hit, a middling weight.
+5. otherwise `words`: a few keywords without an exact hit, a small weight (none for minilm).
 
 Each model has its own weights, and for each script it reads a cap on them (`PROFILES`): a stronger model
 earns more weight, and a model weak in a script gets little there.
@@ -59,12 +59,14 @@ class Profile(NamedTuple):
 #: Per model, as chosen (see the module's docstring; docs/performance.md, "Fusion per query"). wordllama's
 #: static vectors (`static`) are weak but real on Chinese (semantic-only MRR 0.60 on Chinese headings): a
 #: little weight there helps, more hurts. all-MiniLM-L6-v2 is trained on English and makes every Chinese set
-#: worse: Latin only.
+#: worse: Latin only. Its weights were chosen again once the title and heading tiers made keywords sure of
+#: most heading and title queries: only questions and sentences are left to it (margin 1.0 and words 0.5 put
+#: the heading sets 0.013 below keywords alone).
 PROFILES: dict[str, Profile] = {
     "wordllama": Profile(
         {"script": 0.0, "phrase": 0.2, "margin": 0.1, "question": 0.75, "words": 0.2}, {"latin": FULLY, "cjk": 0.2}
     ),
-    "minilm": Profile({"script": 0.0, "phrase": 0.0, "margin": 1.0, "question": 1.0, "words": 0.5}, {"latin": FULLY}),
+    "minilm": Profile({"script": 0.0, "phrase": 0.0, "margin": 0.0, "question": 1.0, "words": 0.0}, {"latin": FULLY}),
 }
 #: A model amem does not know (a folder of the user's): a sentence model's weights, Latin only unless the
 #: model declares the scripts it reads (an embedder's `scripts`, e.g. ("latin", "cjk")).
