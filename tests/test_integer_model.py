@@ -9,6 +9,8 @@ import struct
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 np = pytest.importorskip("numpy")
 ort = pytest.importorskip("onnxruntime")
@@ -162,3 +164,25 @@ def test_a_model_with_its_tensors_in_another_file_is_not_rewritten() -> None:
 def test_bytes_that_are_no_model_are_refused_or_left_alone(data: bytes) -> None:
     with contextlib.suppress(ModelFormatError):  # refused, or
         assert integer_matmuls(data) is None  # nothing to rewrite: no other outcome, and no other error
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_any_damage_to_a_model_is_refused_or_rewritten_never_an_other_error(data: st.DataObject) -> None:
+    """A model folder is the user's (or a project's config may name one): the rewrite reads whatever bytes
+    it holds. Truncated, bit-flipped or spliced, they give a ModelFormatError, None or a model's bytes."""
+    original = _ENCODER
+    cut = data.draw(st.integers(0, len(original)))
+    damaged = bytearray(original[:cut] + original[cut + data.draw(st.integers(0, 64)) :])
+    for _ in range(data.draw(st.integers(0, 8))):
+        if damaged:
+            at = data.draw(st.integers(0, len(damaged) - 1))
+            damaged[at] = data.draw(st.integers(0, 255))
+    try:
+        got = integer_matmuls(bytes(damaged))
+    except ModelFormatError:
+        return
+    assert got is None or isinstance(got, bytes)
+
+
+_ENCODER = encoder(np.random.default_rng(11), vocab=8, dim=4)
