@@ -2,7 +2,9 @@
 `list` are answered before Click, the config loader or any command module loads. What it prints, on both
 streams, and its exit code are the command's own, byte for byte; it answers only a plain command line and a
 config of defaults, environment and `--vault` (never a config file), and on anything else, or any failure,
-the command runs through Click as it always did, asking the keeper at most once in all."""
+the command runs through Click as it always did, asking the keeper at most once in all. Without a keeper,
+`read` and `list` of a plain command line run in the process before Click (any config), with the same
+output; a failure goes through Click."""
 
 from __future__ import annotations
 
@@ -320,6 +322,110 @@ def test_the_fast_path_equals_the_commands_own_over_random_vaults_and_command_li
         assert not fast.fast, args
 
 
+# --- without a keeper: read and list run in the process, still before Click ------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["read", "notes/auth", "--depth", "2"],
+        ["read", "Keys", "--max-chars=10"],
+        ["read", "bad"],  # a note that is not UTF-8: its warning, after the result
+        ["--vault", "VAULT", "read", "daily/today.md"],
+        ["list"],
+        ["list", "notes/", "--sort", "modified", "--limit", "1"],
+        ["list", "--since", "1d", "--tag", "auth"],
+    ],
+)
+def test_without_a_keeper_read_and_list_run_in_the_process_before_click_loads(
+    tmp_path: Path, vault: Path, args: list[str]
+) -> None:
+    small_vault(vault)
+    args = [str(vault) if arg == "VAULT" else arg for arg in args]
+    fast = console(tmp_path, *args)
+    assert fast.fast and not fast.by_keeper, fast.stderr
+    assert_same(fast, alone(tmp_path, *args))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["read", "nothing"],  # no such note: the command's own error
+        ["read", "../outside"],
+        ["list", "--since", "yesterday-ish"],
+        ["list", "../up"],
+        ["search", "token"],  # search runs in the process through Click only
+    ],
+)
+def test_without_a_keeper_what_fails_goes_through_click_and_fails_as_the_command_does(
+    tmp_path: Path, vault: Path, args: list[str]
+) -> None:
+    small_vault(vault)
+    fast = console(tmp_path, *args)
+    assert not fast.fast
+    assert_same(fast, alone(tmp_path, *args))
+
+
+def test_without_a_keeper_a_config_file_is_read_as_the_command_reads_it(tmp_path: Path, vault: Path) -> None:
+    small_vault(vault)
+    write_file(Path(os.environ["XDG_CONFIG_HOME"]) / "amem/config.yaml", "maxLinkDepth: 0\nnoSuchKey: 1\n")
+    fast = console(tmp_path, "read", "notes/auth")
+    assert fast.fast, fast.stderr
+    assert json.loads(fast.stdout)["linkedNotes"] == []  # the file's value holds
+    assert "noSuchKey" in fast.stderr  # and its warning is said
+    assert_same(fast, alone(tmp_path, "read", "notes/auth"))
+    write_file(Path(os.environ["XDG_CONFIG_HOME"]) / "amem/config.yaml", "maxLinkDepth: deep\n")
+    broken = console(tmp_path, "read", "notes/auth")
+    assert not broken.fast
+    assert_same(broken, alone(tmp_path, "read", "notes/auth"))
+
+
+def test_without_a_keeper_a_read_remembers_what_it_saw_as_the_command_does(tmp_path: Path, vault: Path) -> None:
+    small_vault(vault)
+    first = console(tmp_path, "read", "notes/keys")
+    assert first.fast and json.loads(first.stdout)["modifiedExternally"] is False
+    write_file(vault / "notes/keys.md", "# Keys\n\nChanged by another program.\n")
+    changed = console(tmp_path, "read", "notes/keys")
+    assert changed.fast and json.loads(changed.stdout)["modifiedExternally"] is True
+    assert json.loads(alone(tmp_path, "read", "notes/keys").stdout)["modifiedExternally"] is False  # now seen
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data(), vaults())
+def test_without_a_keeper_the_fast_path_equals_the_commands_own_over_random_vaults_and_command_lines(
+    tmp_path: Path, vault: Path, data: st.DataObject, notes: dict[str, str]
+) -> None:
+    folder = example_folder(vault, notes)
+    args, plain = data.draw(command_lines(folder, sorted(notes)))
+    fast = console(tmp_path, *args)
+    own = alone(tmp_path, *args)
+    assert_same(fast, own)
+    if plain and own.code == 0 and "search" not in args:
+        assert fast.fast, (args, fast.stderr)
+    if not plain or "search" in args:
+        assert not fast.fast, args
+
+
+def test_without_a_keeper_a_full_or_gone_stdout_fails_as_the_command_does(tmp_path: Path, vault: Path) -> None:
+    small_vault(vault)
+    assert console(tmp_path, "read", "notes/auth").fast
+    assert_stdout_failures_alike(tmp_path, ["read", "notes/auth"])
+
+
+def test_without_a_keeper_a_swallowed_ctrl_c_ends_the_read_before_it_runs(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small_vault(vault)
+    interrupt.install()
+    monkeypatch.setattr(interrupt, "_swallowed", True)
+    from amem.__main__ import _run_here
+
+    assert keeper_fast.answer(["read", "notes/auth"], _run_here) == 130
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert json.loads(err) == {"error": {"code": "interrupted", "message": "interrupted (Ctrl-C)"}}
+
+
 # --- the fallback: whatever the keeper does, the command answers right, asking once -----------------
 
 
@@ -428,9 +534,8 @@ def output_of(tmp_path: Path, args: list[str], stdout: int, *, no_keeper: bool) 
     return done.returncode, done.stderr
 
 
-def test_a_full_or_gone_stdout_fails_as_the_command_does(tmp_path: Path, vault: Path, keeper: KeeperProcess) -> None:
-    small_vault(vault)
-    args = ["search", "token"]
+def assert_stdout_failures_alike(tmp_path: Path, args: list[str]) -> None:
+    """A full stdout and one whose reader went away fail the fast path as they fail the command."""
     with open("/dev/full", "w") as full:
         assert output_of(tmp_path, args, full.fileno(), no_keeper=False) == output_of(
             tmp_path, args, full.fileno(), no_keeper=True
@@ -445,6 +550,11 @@ def test_a_full_or_gone_stdout_fails_as_the_command_does(tmp_path: Path, vault: 
             os.close(write)
     assert results[0] == results[1]
     assert results[0][0] == 1
+
+
+def test_a_full_or_gone_stdout_fails_as_the_command_does(tmp_path: Path, vault: Path, keeper: KeeperProcess) -> None:
+    small_vault(vault)
+    assert_stdout_failures_alike(tmp_path, ["search", "token"])
 
 
 def test_on_a_terminal_the_answer_is_indented_as_the_command_prints_it(

@@ -1,9 +1,14 @@
 """`python -m amem`, and the console script `amem`: Ctrl-C is made reliable before amem's modules load, and
-a search, read or list that a live keeper can answer is answered before Click loads (`index.keeper_fast`)."""
+a search, read or list that a live keeper can answer is answered before Click loads, and so is a read or list
+without a keeper, in this process (`index.keeper_fast`)."""
 
 from __future__ import annotations
 
-#: The commands a keeper answers: only their command lines try the fast path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: The commands the fast path answers: only their command lines try it.
 _ANSWERED = ("search", "read", "list")
 
 
@@ -16,12 +21,19 @@ def main() -> None:
     if any(arg in _ANSWERED for arg in sys.argv[1:]):
         from .index.keeper_fast import answer
 
-        code = answer(sys.argv[1:])
+        code = answer(sys.argv[1:], _run_here)
         if code is not None:
             sys.exit(code)
     from .cli import main as run
 
     run()
+
+
+def _run_here(*args: Any) -> Any:
+    """`amem.ops.answers.run`, imported only when a read or list runs in this process."""
+    from .ops.answers import run
+
+    return run(*args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The console script's fast path: with a live keeper, `amem search`, `read` and `list` are answered before
 Click, the config loader or any command module is imported, so that such a command costs Python's start-up
-and one round trip (`keeper_ask` says the protocol).
+and one round trip (`keeper_ask` says the protocol). Without one, `read` and `list` still run before Click
+loads, in this process, by the functions the command calls (`_in_process`): Click's import is most of what
+such a command costs beyond Python's start.
 
 It answers only what it can tell exactly as the command would, and leaves everything else to Click by
 returning None before it has printed anything:
@@ -15,6 +17,9 @@ returning None before it has printed anything:
   and a vault that is a folder.
 - a keeper that answers (`keeper_ask.answering_socket`, `exchange`). Once it has asked, the command does
   not ask again if it goes on through Click (`keeper_ask.asked`): a stopped keeper costs one wait.
+- or, for `read` and `list`, a plain command line alone (any config the loader takes): the command's
+  functions run here and succeed. On any failure nothing has been printed, and the command runs through
+  Click, which reports it as it always does (an error costs the command twice).
 
 It sends the request the command's own path sends and prints the answer as `commands.keeper_answered`
 does: stdout first (indented on a terminal), then the warnings; a stdout that refuses it fails as
@@ -34,9 +39,15 @@ from .keeper_ask import answering_socket, exchange, no_keeper, request_line, set
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-    from .keeper_ask import Answer
+    from ..config import Config
+    from ..report import CollectingReporter
+
+    #: runs operation `op` with its arguments: (the result, what to run once it is out)
+    RunHere = Callable[[Config, str, dict[str, Any], CollectingReporter], tuple[Any, Callable[[], None] | None]]
+
 
 #: Each command's long options and the kind of value each takes: `flag` none (`on`/`off` the two spellings
 #: of --semantic/--no-semantic), `text` one, `texts` one each time it is given, `count` a whole number of at
@@ -57,6 +68,9 @@ OPTIONS: dict[str, dict[str, str]] = {
 #: The fewest and the most arguments each command takes (None: any number).
 ARGUMENTS: dict[str, tuple[int, int | None]] = {"search": (0, None), "read": (1, 1), "list": (0, 1)}
 SORTS = ("id", "modified", "created")
+#: The commands answered in this process, without Click, when no keeper answers: those that change
+#: nothing a failure could leave half done (a read records what it saw only once it has its answer).
+IN_PROCESS = ("read", "list")
 
 #: The variables the config loader reads (config.KEYS): those judged here as the loader judges them, and
 #: those that cannot make a config wrong (the watcher's: a list, a switch, texts), which no answer uses.
@@ -82,17 +96,19 @@ SEMANTIC_MODELS = ("static", "minilm")
 _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
-def answer(argv: list[str]) -> int | None:
-    """Answer `amem ARGV` through a live keeper and return the exit code; None, having printed nothing,
-    when the command must run through Click."""
+def answer(argv: list[str], run_here: RunHere | None = None) -> int | None:
+    """Answer `amem ARGV` through a live keeper, or else (a read or list) with `run_here` in this process,
+    and return the exit code; None, having printed nothing, when the command must run through Click.
+    `run_here` is `amem.ops.answers.run`'s signature: the console script hands it down (the index layer
+    does not import the operations')."""
     held: list[str] = []
     try:
-        return _answer(argv, held)
+        return _answer(argv, held, run_here)
     except KeyboardInterrupt:
         return _interrupted(held)
 
 
-def _answer(argv: list[str], held: list[str]) -> int | None:
+def _answer(argv: list[str], held: list[str], run_here: RunHere | None) -> int | None:
     if os.environ.get("_AMEM_COMPLETE") or no_keeper():
         return None
     if sys.stdin is None or sys.stdout is None or sys.stderr is None:
@@ -104,11 +120,10 @@ def _answer(argv: list[str], held: list[str]) -> int | None:
     op, args, semantic = request
     assert line is not None
     plain = plain_config(line.vault, semantic)
-    if plain is None:
-        return None
-    socket_path = answering_socket(plain.cache)
+    socket_path = None if plain is None else answering_socket(plain.cache)
     if socket_path is None:
-        return None
+        return _in_process(line, op, args, held, run_here)
+    assert plain is not None
     from .. import interrupt
     from . import keeper_ask
 
@@ -116,9 +131,39 @@ def _answer(argv: list[str], held: list[str]) -> int | None:
     keeper_ask.asked = True
     got = exchange(socket_path, request_line(op, plain.settings, plain.view, args))
     if got is None:
-        return None
+        return _in_process(line, op, args, held, run_here)
     held.extend(got.warnings)
-    return _print(got, held)
+    return _print(got.text, held)
+
+
+def _in_process(line: Line, op: str, args: dict[str, Any], held: list[str], run_here: RunHere | None) -> int | None:
+    """`read` or `list` run in this process by the functions the command calls, without Click: the
+    command's output when it succeeds; None, having printed nothing, when it fails in any way (the command
+    then runs through Click, which says what is wrong as it always does)."""
+    if run_here is None or op not in IN_PROCESS:
+        return None
+    from .. import interrupt
+    from ..config import load_config
+    from ..notes.ids import vault_problem
+    from ..output import one_line
+    from ..report import CollectingReporter
+
+    interrupt.check()  # before the command does anything, as Click's path checks
+    reporter = CollectingReporter()
+    try:
+        config = load_config(vault=line.vault)
+        if vault_problem(config):
+            return None
+        for message in config.warnings:
+            reporter.warn(message)
+        result, after = run_here(config, op, args, reporter)
+        text = one_line(result)
+        if after is not None:
+            after()  # a read's record of what it saw, made before printing as the command makes it
+    except Exception:  # noqa: BLE001 (any failure is the command's to report, through Click)
+        return None
+    held.extend(reporter.warnings)
+    return _print(text, held)
 
 
 # --- the command line ---------------------------------------------------------------------------------
@@ -424,10 +469,9 @@ def _vault_key(vault_root: str) -> str:
 # --- the answer, printed --------------------------------------------------------------------------------
 
 
-def _print(got: Answer, held: list[str]) -> int:
-    """Print the answer as the command prints a keeper's: the result on stdout, then the warnings."""
+def _print(text: str, held: list[str]) -> int:
+    """Print the result (one line of JSON) as the command prints it: on stdout, then the warnings."""
     out = sys.stdout
-    text = got.text
     if _is_terminal(out):  # indented, as emit() prints for a terminal
         import json
 

@@ -77,9 +77,9 @@ def answer(
     try:
         if request.op == "search" and ours.semantic:
             with ranking:  # the model and its vectors are shared with the keeper's rankings
-                result, after = _run(ours, request.op, args, reporter)
+                result, after = run(ours, request.op, args, reporter)
         else:
-            result, after = _run(ours, request.op, args, reporter)
+            result, after = run(ours, request.op, args, reporter)
     except AmemError as exc:  # the command raises it itself, as it always does
         return {"error": "refused", "code": exc.code}, None, None
     return {"warnings": reporter.warnings}, one_line(result), after
@@ -121,7 +121,9 @@ def _checked(given: dict[str, Any], kinds: dict[str, tuple[type, ...]]) -> dict[
     return given
 
 
-def _run(config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter) -> tuple[Any, After]:
+def run(config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter) -> tuple[Any, After]:
+    """Operation `op` with checked `args`: its result, and what to run once the result is out (a read's
+    record of what it saw). Also the console script's own, for a read or list no keeper answers."""
     if op == "search":
         return _search(config, args, reporter), None
     if op == "read":
