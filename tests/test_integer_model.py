@@ -186,3 +186,14 @@ def test_any_damage_to_a_model_is_refused_or_rewritten_never_an_other_error(data
 
 
 _ENCODER = encoder(np.random.default_rng(11), vocab=8, dim=4)
+
+
+def test_a_table_of_one_row_is_gathered_as_a_table_not_multiplied_as_a_matrix() -> None:
+    # its scale's shape, (1, 1), is also that of a one-column matrix's per-column scale
+    table_nodes, table = stored("table", np.asarray([[0.5, -1.0, 2.0, 0.25]], dtype=np.float32), axis=1)
+    nodes = [*table_nodes, node("Gather", ["table", "ids"], ["out"], axis=0)]
+    original = model(nodes, table, [value_info("ids", INT64, [1, "n"])], [value_info("out", FLOAT, [1, "n", 4])])
+    rewritten = integer_matmuls(original)
+    assert rewritten is not None
+    ids = {"ids": np.zeros((1, 3), dtype=np.int64)}
+    assert np.array_equal(run(rewritten, ids), run(original, ids))

@@ -226,15 +226,15 @@ def integer_matmuls(model: bytes) -> bytes | None:
 
 def _rewrite_graph(data: Span) -> bytes | None:
     fields = list(_fields(data))
-    nodes = [_node(field) for field in fields if field.number == 1]
-    tensors = {tensor.name: tensor for tensor in (_tensor(_message(f)) for f in fields if f.number == 5)}
+    parsed = [_node(f) if f.number == 1 else _tensor(_message(f)) if f.number == 5 else None for f in fields]
+    nodes = [part for part in parsed if isinstance(part, _Node)]
+    tensors = {part.name: part for part in parsed if isinstance(part, _Tensor)}
     outputs = {_value_name(_message(f)) for f in fields if f.number == 12}
-    converted = _convertible(nodes, tensors, outputs)
+    converted, by_column = _convertible(nodes, tensors, outputs)
     if not converted or any(tensor.external for tensor in tensors.values()):
         return None
-    by_column = {weight.scale for weight in converted.values() if tensors[weight.scale].dims[0] == 1}
     dropped = {name for weight in converted.values() for name in (weight.cast, weight.weight)}
-    return b"".join(_rewritten(field, tensors, converted, by_column, dropped) for field in fields)
+    return b"".join(_rewritten(f, part, converted, by_column, dropped) for f, part in zip(fields, parsed, strict=True))
 
 
 def _message(field: _Field) -> Span:
@@ -246,32 +246,35 @@ def _message(field: _Field) -> Span:
 
 def _rewritten(
     field: _Field,
-    tensors: dict[bytes, _Tensor],
+    part: _Node | _Tensor | None,
     converted: dict[bytes, _Weight],
     by_column: set[bytes],
     dropped: set[bytes],
 ) -> Span:
-    """One field of the graph as the rewrite leaves it: nodes rewritten, a per-column scale made 1-D (as
-    DynamicQuantizeMatMul takes it), the shapes of the tensors no longer made dropped."""
-    if field.number == 1:
-        return _rewrite_node(_node(field), converted, dropped)
-    if field.number == 5 and _tensor(_message(field)).name in by_column:
-        dims = tensors[_tensor(_message(field)).name].dims
-        return _bytes_field(5, _with_dims(_message(field), dims[1:]))
+    """One field of the graph (`part`: it parsed, a node or an initializer) as the rewrite leaves it: nodes
+    rewritten, a per-column scale made 1-D (as DynamicQuantizeMatMul takes it), the shapes of the tensors no
+    longer made dropped."""
+    if isinstance(part, _Node):
+        return _rewrite_node(part, converted, dropped)
+    if isinstance(part, _Tensor) and part.name in by_column:
+        return _bytes_field(5, _with_dims(_message(field), part.dims[1:]))
     if field.number == 13 and _value_name(_message(field)) in dropped:
         return b""
     return field.raw
 
 
-def _convertible(nodes: list[_Node], tensors: dict[bytes, _Tensor], outputs: set[bytes]) -> dict[bytes, _Weight]:
-    """The int8-stored weights the rewrite converts, by the float weight's name: those whose Cast and scale
-    serve only their Mul, which is no graph output, used only as MatMul's right-hand side with a scale per
-    column, or only gathered by row (axis 0) with a scale per row."""
+def _convertible(
+    nodes: list[_Node], tensors: dict[bytes, _Tensor], outputs: set[bytes]
+) -> tuple[dict[bytes, _Weight], set[bytes]]:
+    """The int8-stored weights the rewrite converts, by the float weight's name, and the scales of those
+    multiplied (a scale per column): weights whose Cast and scale serve only their Mul, which is no graph
+    output, used only as MatMul's right-hand side with a scale per column, or only gathered by row (axis 0)
+    with a scale per row."""
     users: dict[bytes, list[_Node]] = {}
     for node in nodes:
         for name in node.inputs:
             users.setdefault(name, []).append(node)
-    converted = {}
+    converted, by_column = {}, set()
     for weight in _weights(nodes, tensors).values():
         scale, quantized = tensors[weight.scale].dims, tensors[weight.quantized].dims
         uses = users.get(weight.weight, [])
@@ -280,9 +283,12 @@ def _convertible(nodes: list[_Node], tensors: dict[bytes, _Tensor], outputs: set
             continue
         multiplied = all(n.op == b"MatMul" and not n.domain and n.inputs[1:] == [weight.weight] for n in uses)
         gathered = all(n.op == b"Gather" and n.axis == 0 and n.inputs[:1] == [weight.weight] for n in uses)
-        if (multiplied and scale == [1, quantized[1]]) or (gathered and scale == [quantized[0], 1]):
+        if multiplied and scale == [1, quantized[1]]:
             converted[weight.weight] = weight
-    return converted
+            by_column.add(weight.scale)
+        elif gathered and scale == [quantized[0], 1]:
+            converted[weight.weight] = weight
+    return converted, by_column
 
 
 def _value_name(data: Span) -> bytes:
