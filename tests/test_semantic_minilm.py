@@ -92,9 +92,9 @@ def test_a_search_never_embeds_the_vault_and_says_how_much_is_covered(minilm_vau
     assert set(rows(minilm_vault)) == set(NOTES)
 
 
-#: The names amem stored minilm's vectors under: while it cut texts to 256 tokens, and while it multiplied
-#: the weights as floats.
-FORMER_NAMES = ("all-MiniLM-L6-v2-int8", "all-MiniLM-L6-v2-int8-128")
+#: The names amem stored minilm's vectors under: while it cut texts to 256 tokens, while it multiplied the
+#: weights as floats, and while onnxruntime fused each residual addition into the layer normalisation.
+FORMER_NAMES = ("all-MiniLM-L6-v2-int8", "all-MiniLM-L6-v2-int8-128", "all-MiniLM-L6-v2-int8-integer-128")
 
 
 def test_minilm_reads_a_text_up_to_its_128th_token() -> None:
@@ -140,6 +140,37 @@ def test_minilm_multiplies_its_int8_weights_as_integers() -> None:
     similarity = (integer * floats).sum(axis=1)
     assert similarity.min() > 0.98  # the same model, within the activations' quantisation
     assert not np.array_equal(integer, floats)  # but integer products: other vectors, under another name
+    assert embedder.name not in FORMER_NAMES
+
+
+class _EveryFusion:
+    """minilm's rewritten model on onnxruntime with every graph fusion it makes (its default)."""
+
+    def __init__(self) -> None:
+        import onnxruntime as ort
+
+        model = models._integer(Path(_pinned_file()).read_bytes())
+        assert model is not None
+        self.session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+
+    def hidden(self, ids: Any, types: Any) -> Any:
+        import numpy as np
+
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": types}
+        names = {item.name for item in self.session.get_inputs()}
+        return self.session.run(None, {key: value for key, value in feeds.items() if key in names})[0]
+
+
+def test_minilm_adds_each_residual_before_its_layer_normalisation() -> None:
+    import numpy as np
+
+    embedder = models.minilm()
+    tokenizer = str(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json")
+    fused = models.Transformer("fused", tokenizer, _EveryFusion(), "mean", {}, max_tokens=128)
+    texts = [*NOTES.values(), "how long do credentials stay valid", "the keeper refreshes the vault " * 30]
+    unfused, every = embedder.embed(texts), fused.embed(texts)
+    assert (unfused * every).sum(axis=1).min() > 0.99  # the same sums, in another order
+    assert not np.array_equal(unfused, every)  # so other vectors, under another name
     assert embedder.name not in FORMER_NAMES
 
 
@@ -229,6 +260,12 @@ def test_a_model_folder_of_the_users_loads_and_a_changed_file_re_embeds(minilm_v
     # the same model in the user's layout: the same vectors, under the folder's own name
     assert {i: r[1:] for i, r in by_folder.items()} == {i: r[1:] for i, r in by_minilm.items()}
     assert {r[0] for r in by_folder.values()} != {r[0] for r in by_minilm.values()}
+    # nor the name the folder had while onnxruntime fused each residual addition into its normalisation
+    files = {"model.onnx": models.sha256_of(str(mine / "model.onnx"))}
+    files["tokenizer.json"] = models.sha256_of(str(mine / "tokenizer.json"))
+    files["model.onnx with integer products"] = models.MINILM_INTEGER_SHA256
+    former = "folder-" + __import__("hashlib").sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:32]
+    assert {r[0] for r in by_folder.values()} != {former}
     tokenizer = json.loads((mine / "tokenizer.json").read_text(encoding="utf-8"))
     (mine / "tokenizer.json").write_text(json.dumps(tokenizer, indent=1), encoding="utf-8")  # same meaning
     assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)  # other bytes: another model

@@ -77,6 +77,14 @@ MAX_THREADS = 2
 #: genvault's chunks (104 tokens on average) a second thread took 2 % off the wall time and added 39 % CPU,
 #: and a query took longer (2.1 against 1.5 ms; docs/performance.md, "Integer products").
 INTEGER_THREADS = 1
+#: The graph fusions onnxruntime is told not to make. SkipLayerNormFusion folds each residual addition into
+#: the layer normalisation after it, and onnxruntime's fused kernel is the slower one here: minilm with
+#: integer products took 11.7 ms per 128-token chunk with it and 8.7 without, a query 1.19 and 1.01 ms
+#: (the float model 24.9 and 21.9 ms; docs/performance.md, "The fused layer normalisation"). The sums are
+#: the same in another order, so the vectors differ a little: `UNFUSED_NAME` joins the name of every model
+#: that runs on onnxruntime, and vectors made with the fusion are embedded again.
+UNFUSED = ("SkipLayerNormFusion",)
+UNFUSED_NAME = "unfused-" + "-".join(name.removesuffix("Fusion").lower() for name in UNFUSED)
 
 
 class Backend(Protocol):
@@ -153,8 +161,8 @@ class SemanticError(Exception):
 
 class OnnxBackend:
     """An ONNX encoder on onnxruntime's CPU provider, with its memory arena off (the arena keeps the
-    largest activations ever seen: hundreds of MiB for a long text) and at most `threads` threads.
-    `model`: the file's path, or the serialized model itself."""
+    largest activations ever seen: hundreds of MiB for a long text), at most `threads` threads and none of
+    the fusions in UNFUSED. `model`: the file's path, or the serialized model itself."""
 
     def __init__(self, model: str | bytes, threads: int = MAX_THREADS) -> None:
         try:
@@ -169,7 +177,9 @@ class OnnxBackend:
         # Threads that wait by spinning cost a loaded machine a core each while they wait: measured slower
         # at 2 threads than at 1 on a busy 2-core machine until spinning was off.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(
+            model, sess_options=options, providers=["CPUExecutionProvider"], disabled_optimizers=list(UNFUSED)
+        )
         self.inputs = {item.name for item in self.session.get_inputs()}
 
     def hidden(self, ids: NDArray[np.int64], types: NDArray[np.int64]) -> NDArray[np.float32]:
@@ -354,7 +364,7 @@ def minilm() -> Transformer:
     model = _integer(stored) or b""
     del stored
     _expect(f"{MINILM_ONNX} (with integer products)", hashlib.sha256(model).hexdigest(), MINILM_INTEGER_SHA256)
-    name = f"all-MiniLM-L6-v2-int8-integer-{MINILM_TOKENS}"
+    name = f"all-MiniLM-L6-v2-int8-integer-{MINILM_TOKENS}-{UNFUSED_NAME}"
     backend = OnnxBackend(model, INTEGER_THREADS)
     return Transformer(name, tokenizer, backend, "mean", files, max_tokens=MINILM_TOKENS)
 
@@ -406,7 +416,8 @@ def folder(path: str) -> Transformer:
             pooling = "cls"
         elif settings.get("pooling_mode_max_tokens"):
             pooling = "max"
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
+    identity = json.dumps(files, sort_keys=True) + (UNFUSED_NAME if isinstance(backend, OnnxBackend) else "")
+    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()
     return Transformer(f"folder-{digest[:32]}", tokenizer, backend, pooling, files, declared_scripts(path))
 
 
