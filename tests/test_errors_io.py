@@ -156,10 +156,10 @@ def test_a_ctrl_c_that_lands_just_before_the_stdin_read_still_interrupts_it() ->
     script = (
         "import _thread, signal, threading\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from amem.commands.write import _content\n"
+        "from amem.write_fast import content_of\n"
         "threading.Timer(0.5, _thread.interrupt_main).start()\n"
         "try:\n"
-        "    _content('-')\n"
+        "    content_of('-')\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"
     )
@@ -295,10 +295,10 @@ def test_a_note_that_becomes_readable_again_is_found_with_its_mtime_unchanged(va
     assert [hit["id"] for hit in json.loads(found.stdout)["hits"]] == ["locked.md"]
 
 
-def test_a_ctrl_c_that_comes_out_wrapped_is_still_an_interrupt() -> None:
+def test_a_ctrl_c_that_comes_out_wrapped_is_still_an_interrupt(capsys: pytest.CaptureFixture[str]) -> None:
     """A SIGINT landing while an import runs a class body comes out as the RuntimeError of __set_name__
     (seen as `unexpected RuntimeError` with exit 1): amem still reports the user's interrupt."""
-    from amem.cli import _outcome
+    from amem.outcome import run_translating_errors
 
     def import_interrupted() -> None:
         try:
@@ -306,5 +306,5 @@ def test_a_ctrl_c_that_comes_out_wrapped_is_still_an_interrupt() -> None:
         except KeyboardInterrupt as exc:
             raise RuntimeError("Error calling __set_name__ on 'cached_property' instance") from exc
 
-    code, error = _outcome(import_interrupted)
-    assert code == 130 and error is not None and error.code == "interrupted"
+    assert run_translating_errors(import_interrupted) == 130
+    assert json.loads(capsys.readouterr().err)["error"]["code"] == "interrupted"

@@ -52,6 +52,7 @@ AMEM_BASE = LAYERS | frozenset(
     {"amem", "amem.cli", "amem.config", "amem.digest", "amem.errors", "amem.output", "amem.report", "amem.commands"}
     | {f"amem.commands.{name}" for name in COMMANDS}
     | {"amem.interrupt"}  # a Ctrl-C that Python could not raise while the modules loaded
+    | {"amem.outcome"}  # every failure as amem's error
 )
 
 #: The notes themselves: YAML frontmatter (its C loader brings cython_runtime), the SQLite index, and
@@ -139,14 +140,17 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["write", "x", "more"],
         frozenset({"sqlite3", "fcntl"}),
         frozenset({"amem.notes.ids", "amem.notes.parse", "amem.notes.simple_yaml", "amem.timefmt"})
-        | {"amem.atomicfile", "amem.cachedir", "amem.ops.write", "amem.store.write", "amem.index.seen"},
+        | {"amem.atomicfile", "amem.cachedir", "amem.ops.write", "amem.store.write", "amem.index.seen"}
+        | {"amem.write_fast"},  # how the command reads CONTENT, shared with the console script's write
         "amem.ops.write",
     ),
     "edit": (
         ["edit", "x", "--prepend", "more"],
         PATHLIB | NOTES | {"fcntl"},
         # the updated line is stamped as a move stamps it
-        NOTES_AMEM | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
+        NOTES_AMEM
+        | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"}
+        | {"amem.write_fast"},  # how write reads CONTENT
         "amem.ops.edit",
     ),
     "history": (
@@ -355,3 +359,33 @@ def test_with_a_keeper_the_console_script_loads_only_the_fast_paths_modules(
     top_level = {m.split(".")[0] for m in loaded - started if not m.startswith("_") and not m.startswith("amem")}
     assert sorted(top_level - FAST_PATH) == []
     assert sorted({m for m in loaded if m == "amem" or m.startswith("amem.")} - FAST_PATH_AMEM) == []
+
+
+#: What the console script's write before Click adds to the command's own allowance: the entry, the run's
+#: outcome, the path itself and the command-line reader it shares with the keeper's fast path.
+WRITE_FAST_AMEM = frozenset({"amem.__main__", "amem.outcome", "amem.write_fast"})
+WRITE_FAST_AMEM |= {"amem.index.keeper_fast", "amem.index.keeper_ask", "amem.index.keeper_client"}
+
+
+@pytest.mark.parametrize("stdin", ["", "piped\n"], ids=["argument", "stdin"])
+def test_the_console_scripts_write_loads_what_the_command_may_without_click(
+    vault: Path, isolated_env: Path, stdin: str
+) -> None:
+    args, others, amem_modules, required = ALLOWED["write"]
+    args = args if not stdin else args[:2]
+    write_file(vault / "x.md", "# x\n\nA note.\n")
+    old = time.time() - 3600  # as the command's own test: a vault in use, its index built by a first run
+    for path in (vault / "x.md", vault):
+        os.utime(path, (old, old))
+    loaded_modules(ALLOWED["write"][0], isolated_env)
+    done = subprocess.run(
+        [sys.executable, "-c", CONSOLE_PROBE, *args], cwd=isolated_env, input=stdin, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stderr.splitlines()[-1].removeprefix("MODULES=").split(","))
+    assert required in loaded and "click" not in loaded
+    top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
+    reading = {"select", "signal"} if stdin else set()  # stdin read with a Ctrl-C ending the wait
+    assert sorted(top_level - BASE - others - reading) == []
+    own = {m for m in loaded if m == "amem" or m.startswith("amem.")}
+    assert sorted(own - AMEM_BASE - amem_modules - WRITE_FAST_AMEM) == []

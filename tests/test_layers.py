@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "floor",
         frozenset(
             {"amem", "amem.errors", "amem.digest", "amem.timefmt", "amem.atomicfile", "amem.report", "amem.output"}
-            | {"amem.config", "amem.cachedir", "amem.shapes", "amem.interrupt"}
+            | {"amem.config", "amem.cachedir", "amem.shapes", "amem.interrupt", "amem.outcome"}
         ),
     ),
     ("the note model", frozenset({"amem.notes"})),
@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "the commands",
         frozenset({"amem.cli", "amem.commands", "amem.mcp_server", "amem.mcp_declare", "amem.completion", "amem.info"})
-        | {"amem._docs", "amem.__main__"},
+        | {"amem._docs", "amem.__main__", "amem.write_fast"},
     ),
 ]
 MAX_MODULE_LINES = 800

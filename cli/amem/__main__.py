@@ -1,6 +1,6 @@
 """`python -m amem`, and the console script `amem`: Ctrl-C is made reliable before amem's modules load, and
 a search, read or list that a live keeper can answer is answered before Click loads, and so is a read or list
-without a keeper, in this process (`index.keeper_fast`)."""
+without a keeper, in this process (`index.keeper_fast`), and a plain write (`write_fast`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ def main() -> None:
     install()
     import sys
 
+    if "write" in sys.argv[1:]:
+        from .write_fast import answer as write
+
+        code = write(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     if any(arg in _ANSWERED for arg in sys.argv[1:]):
         from .index.keeper_fast import answer
 

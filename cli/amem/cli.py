@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import errno
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -13,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import __version__
-from .errors import AmemError, ConfigError, InternalError, Interrupted, IoError, UsageError
-from .output import emit_error, silence_stdout
+from .errors import AmemError, ConfigError, Interrupted, UsageError
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -222,12 +219,6 @@ def main() -> None:
     cli.main(prog_name="amem")
 
 
-#: An absolute path inside a message from Python or a library, which amem must not show.
-_HOST_PATH = re.compile(r"(?<![\w./-])/[^\s'\"]*")
-#: errno values that mean the file system refused; anything else unexpected is an internal error.
-_IO_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO}
-
-
 def _usage_message(exc: click.UsageError) -> str:
     """Click's message with the command's usage line, as one line: stderr holds only the JSON error."""
     message = exc.format_message()
@@ -237,75 +228,23 @@ def _usage_message(exc: click.UsageError) -> str:
     return f"{message} (usage: {usage}; see '{exc.ctx.command_path} --help')"
 
 
-def _unexpected(exc: Exception) -> AmemError:
-    if isinstance(exc, OSError):
-        reason = exc.strerror or type(exc).__name__  # never str(exc): it names the host's files
-        if exc.errno in _IO_ERRNOS:
-            return IoError(f"the file system refused: {reason}")
-        return InternalError(f"unexpected {type(exc).__name__}: {reason}")
-    return InternalError(f"unexpected {type(exc).__name__}: {_HOST_PATH.sub('<path>', str(exc))}")
+def _click_outcome(exc: BaseException) -> tuple[int, AmemError | None] | None:
+    """Click's own exceptions as a run's outcome (`outcome.Translate`); None for any other."""
+    if isinstance(exc, click.exceptions.Exit):
+        return int(exc.exit_code or 0), None
+    if isinstance(exc, click.exceptions.Abort):
+        return Interrupted.exit_code, Interrupted("interrupted (Ctrl-C)")
+    if isinstance(exc, click.UsageError):
+        return UsageError.exit_code, UsageError(_usage_message(exc))
+    if isinstance(exc, click.ClickException):
+        return exc.exit_code, UsageError(exc.format_message())
+    return None
 
 
 def _run_translating_errors(invoke: Callable[[], object]) -> int:
-    """Run `invoke`; its exit code. On failure the error object goes to stderr with the warnings met
-    before it folded in (stderr holds one JSON document); on success they are printed as lines."""
-    from .report import end_run, start_run
+    from .outcome import run_translating_errors
 
-    reporter = start_run()
-    try:
-        code, error = _outcome(invoke)
-    finally:
-        end_run()
-    if error is None:
-        reporter.release()
-        return code
-    document = error.to_json()
-    warnings = reporter.take_held()
-    if warnings:
-        document["error"]["warnings"] = warnings
-    emit_error(document)
-    return code
-
-
-def _outcome(invoke: Callable[[], object]) -> tuple[int, AmemError | None]:
-    """(exit code, the error to report or None): every failure as amem's own error, never a traceback."""
-    try:
-        invoke()
-    except AmemError as exc:
-        return exc.exit_code, exc
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code or 0), None
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        return Interrupted.exit_code, Interrupted("interrupted (Ctrl-C)")
-    except click.UsageError as exc:
-        return UsageError.exit_code, UsageError(_usage_message(exc))
-    except click.ClickException as exc:
-        return exc.exit_code, UsageError(exc.format_message())
-    except BrokenPipeError:
-        # A reader such as `head` went away; nothing more can be said on stdout.
-        silence_stdout()
-        return 1, None
-    except Exception as exc:  # the last line of defence: JSON, never a traceback
-        if _interrupted(exc):
-            return Interrupted.exit_code, Interrupted("interrupted (Ctrl-C)")
-        if os.environ.get("AMEM_DEBUG"):
-            raise
-        error = _unexpected(exc)
-        return error.exit_code, error
-    return 0, None
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """Whether a Ctrl-C caused `exc`: one that lands while Python runs an import's class body comes out
-    wrapped (a RuntimeError from __set_name__, say), and is still the user's interrupt, not amem's failure."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
+    return run_translating_errors(invoke, _click_outcome)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from ..cli import AppContext, pass_app
 from ..errors import UsageError
 from ..output import emit_written
 from . import complete_note_id
-from .write import ContentCommand, _content
+from .write import ContentCommand
 
 
 @click.command(
@@ -65,7 +65,9 @@ def command(
     operations = (find is not None) + (section is not None) + prepend
     text: str | None = None
     if operations == 1 and find is None:
-        text = _content(content)  # read only when the call is otherwise right: stdin is read once
+        from ..write_fast import content_of
+
+        text = content_of(content)  # read only when the call is otherwise right: stdin is read once
     elif operations == 1 and content is not None:
         raise UsageError("CONTENT goes with --section or --prepend; --find takes --replace TEXT")
     elif operations > 1:

@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import re
-import sys
-
 import click
 
 from ..cli import AppContext, pass_app
-from ..errors import UsageError
 from ..output import emit_written
 from . import Command, complete_note_id
-
-
-def _content(argument: str | None) -> str:
-    if argument is not None and argument != "-":
-        return argument
-    if sys.stdin is None or (argument is None and sys.stdin.isatty()):
-        raise UsageError("no content: give CONTENT as an argument, or pipe it on stdin (or pass -)")
-    from ..interrupt import read_stdin
-
-    try:
-        return read_stdin().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError("the content on stdin is not UTF-8 text") from None
-
-
-#: An argument that reads as an option name (`-x`, `--base-version`, `--base-version=V`); any other
-#: argument starting with `-` (`- item`, `---\ntags: …`, `-5 degrees`) is content.
-_OPTION_LIKE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=.*)?", re.S)
 
 
 class ContentCommand(Command):
@@ -37,6 +15,8 @@ class ContentCommand(Command):
     Words that do read as one (`--foo`) still need `--` before them, as with any command."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from ..write_fast import OPTION_LIKE
+
         valued = {name for p in self.params if isinstance(p, click.Option) and not p.is_flag for name in p.opts}
         options: list[str] = []
         positionals: list[str] = []
@@ -50,7 +30,7 @@ class ContentCommand(Command):
                 options.extend(args[i : i + 2])
                 i += 2
                 continue
-            if arg.startswith("-") and _OPTION_LIKE.fullmatch(arg):
+            if arg.startswith("-") and OPTION_LIKE.fullmatch(arg):
                 options.append(arg)
             else:
                 positionals.append(arg)
@@ -99,14 +79,14 @@ def command(
     Prints {id, mode, bytes, version, created}, plus `commit` when a commit was made.
     """
     from ..ops.write import write_note
+    from ..write_fast import check_modes, content_of
 
-    if append and overwrite:
-        raise UsageError("--append and --overwrite cannot be used together: choose one")
+    check_modes(append, overwrite)
     emit_written(
         write_note(
             app.config,
             note_id,
-            _content(content),
+            content_of(content),
             mode="overwrite" if overwrite else "append",
             base_version=base_version,
             require_existing=require_existing,

@@ -183,9 +183,30 @@ class Line:
 
 def parse(argv: list[str]) -> Line | None:
     """The command line as Click would parse it, when it is plain (see the module); None otherwise."""
+    root = root_options(argv)
+    if root is None:
+        return None
+    vault, i = root
+    if i >= len(argv) or argv[i] not in OPTIONS:
+        return None
+    command = argv[i]
+    found = _command_line(OPTIONS[command], argv[i + 1 :])
+    if found is None:
+        return None
+    options, arguments = found
+    least, most = ARGUMENTS[command]
+    if len(arguments) < least or (most is not None and len(arguments) > most):
+        return None
+    return Line(vault, command, options, arguments)
+
+
+def root_options(argv: list[str]) -> tuple[str | None, int] | None:
+    """The root group's options before the command, when plain: --vault's value (None when not given) and
+    where the command's name is; None for anything else (`--config`, `--help`, a value that starts with
+    `-`)."""
     vault: str | None = None
     i = 0
-    while i < len(argv) and argv[i][:1] == "-":  # the root group's options, before the command
+    while i < len(argv) and argv[i][:1] == "-":
         name, eq, value = argv[i].partition("=")
         if name != "--vault" or vault is not None:
             return None
@@ -198,17 +219,7 @@ def parse(argv: list[str]) -> Line | None:
             return None
         vault = value
         i += 1
-    if i >= len(argv) or argv[i] not in OPTIONS:
-        return None
-    command = argv[i]
-    found = _command_line(OPTIONS[command], argv[i + 1 :])
-    if found is None:
-        return None
-    options, arguments = found
-    least, most = ARGUMENTS[command]
-    if len(arguments) < least or (most is not None and len(arguments) > most):
-        return None
-    return Line(vault, command, options, arguments)
+    return vault, i
 
 
 def _command_line(spec: dict[str, str], tokens: list[str]) -> tuple[dict[str, Any], list[str]] | None:
