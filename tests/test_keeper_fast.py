@@ -196,14 +196,14 @@ def test_what_the_fast_path_cannot_tell_exactly_goes_through_click(
 
 
 @pytest.mark.parametrize("where", ["project", "user"])
-def test_a_config_file_leaves_the_command_to_click_which_still_asks_the_keeper(
+def test_with_a_config_file_the_keeper_is_asked_with_the_files_config(
     tmp_path: Path, vault: Path, keeper: KeeperProcess, where: str
 ) -> None:
     small_vault(vault)
     folder = Path.cwd() / ".amem" if where == "project" else Path(os.environ["XDG_CONFIG_HOME"]) / "amem"
     write_file(folder / "config.yaml", "maxSearchResults: 1\nnoSuchKey: 1\n")
     fast = console(tmp_path, "search", "token")
-    assert not fast.fast and fast.by_keeper, fast.stderr
+    assert fast.fast and fast.by_keeper, fast.stderr  # asked with the file's config, before Click loads
     assert len(json.loads(fast.stdout)["hits"]) == 1  # the file's value holds
     assert "noSuchKey" in fast.stderr  # and its warning is said
     assert_same(fast, alone(tmp_path, "search", "token"))
@@ -221,12 +221,14 @@ def test_a_config_file_leaves_the_command_to_click_which_still_asks_the_keeper(
     ],
     ids=lambda env: next(iter(env)),
 )
-def test_an_environment_the_fast_path_does_not_judge_goes_through_click(
+def test_an_environment_the_fast_path_does_not_judge_is_the_config_loaders_to_judge(
     tmp_path: Path, vault: Path, keeper: KeeperProcess, env: dict[str, str]
 ) -> None:
     small_vault(vault)
     fast = console(tmp_path, "search", "token", env=env)
-    assert not fast.fast
+    # the loader takes AMEM_SEMANTIC_MODEL's folder (the search says the model is not there): the command
+    # then runs in the process; the loader refuses the others, and Click's path reports it
+    assert fast.fast == ("AMEM_SEMANTIC_MODEL" in env)
     program = str(amem_bin(tmp_path / "bin") / "amem")
     own = subprocess.run(
         [program, "search", "token"], capture_output=True, text=True, env={**os.environ, **env, NO_KEEPER: "1"}
@@ -344,9 +346,14 @@ def test_the_fast_path_equals_the_commands_own_over_random_vaults_and_command_li
         ["list"],
         ["list", "notes/", "--sort", "modified", "--limit", "1"],
         ["list", "--since", "1d", "--tag", "auth"],
+        ["search", "auth", "token"],
+        ["search", "--limit=1", "--tag", "auth", "token", "--explain"],
+        ["search", "--exact-title", "keys", "--no-semantic"],
+        ["search", "认证", "--folder", "daily"],
+        ["search", "--semantic", "token"],
     ],
 )
-def test_without_a_keeper_read_and_list_run_in_the_process_before_click_loads(
+def test_without_a_keeper_read_list_and_search_run_in_the_process_before_click_loads(
     tmp_path: Path, vault: Path, args: list[str]
 ) -> None:
     small_vault(vault)
@@ -363,7 +370,7 @@ def test_without_a_keeper_read_and_list_run_in_the_process_before_click_loads(
         ["read", "../outside"],
         ["list", "--since", "yesterday-ish"],
         ["list", "../up"],
-        ["search", "token"],  # search runs in the process through Click only
+        ["search", "token", "--folder", "../up"],
     ],
 )
 def test_without_a_keeper_what_fails_goes_through_click_and_fails_as_the_command_does(
@@ -441,7 +448,7 @@ def test_a_stopped_keeper_costs_one_timeout_and_a_right_answer(tmp_path: Path, v
         started.proc.send_signal(signal.SIGCONT)
     finally:
         started.stop(signal.SIGKILL)
-    assert not fast.fast and not fast.by_keeper
+    assert fast.fast and not fast.by_keeper  # answered in this process once the keeper did not answer
     assert_same(fast, expected)
 
 
@@ -514,6 +521,21 @@ def test_a_refused_request_is_not_asked_again_by_the_command(
     }
     assert keeper_ask.ask(config, "search", args) is None
     assert len(fake_keeper.requests) == 1  # the command answers itself without asking again
+
+
+def test_with_a_config_file_a_refused_request_is_answered_here_and_not_asked_again(
+    vault: Path, fake_keeper: FakeKeeper, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from amem.__main__ import _run_here
+
+    small_vault(vault)
+    write_file(Path(os.environ["XDG_CONFIG_HOME"]) / "amem/config.yaml", "maxSearchResults: 1\n")
+    monkeypatch.setattr(keeper_ask, "asked", False)
+    assert keeper_fast.answer(["search", "token"], _run_here) == 0
+    assert len(json.loads(capsys.readouterr().out)["hits"]) == 1  # answered here, with the file's value
+    assert len(fake_keeper.requests) == 1 and fake_keeper.requests[0]["config"]["maxSearchResults"] == 1
+    assert keeper_ask.ask(load_config(), "search", {"query": "token"}) is None
+    assert len(fake_keeper.requests) == 1
 
 
 def test_a_ctrl_c_swallowed_while_amem_loaded_ends_the_run_before_it_asks(

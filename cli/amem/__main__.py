@@ -1,12 +1,15 @@
 """`python -m amem`, and the console script `amem`: Ctrl-C is made reliable before amem's modules load, and
-a search, read or list that a live keeper can answer is answered before Click loads, and so is a read or list
-without a keeper, in this process (`index.keeper_fast`), and a plain write (`write_fast`)."""
+a search, read or list that a live keeper can answer is answered before Click loads, and so is one without
+a keeper, in this process (`index.keeper_fast`), and a plain write (`write_fast`)."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from .config import Config
+    from .report import CollectingReporter
 
 #: The commands the fast path answers: only their command lines try it.
 _ANSWERED = ("search", "read", "list")
@@ -35,11 +38,11 @@ def main() -> None:
     run()
 
 
-def _run_here(*args: Any) -> Any:
-    """`amem.ops.answers.run`, imported only when a read or list runs in this process."""
+def _run_here(config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter) -> Any:
+    """`amem.ops.answers.run` for a one-shot process, imported only when a command runs in this one."""
     from .ops.answers import run
 
-    return run(*args)
+    return run(config, op, args, reporter, long_lived=False)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """The console script's fast path: with a live keeper, `amem search`, `read` and `list` are answered before
 Click, the config loader or any command module is imported, so that such a command costs Python's start-up
-and one round trip (`keeper_ask` says the protocol). Without one, `read` and `list` still run before Click
-loads, in this process, by the functions the command calls (`_in_process`): Click's import is most of what
-such a command costs beyond Python's start.
+and one round trip (`keeper_ask` says the protocol). Otherwise they still run before Click loads, in this
+process, by the functions the command calls (`_in_process`): Click's import is most of what such a command
+costs beyond Python's start. A config file is then read as the command reads it, and a live keeper asked
+with it, as the command asks.
 
 It answers only what it can tell exactly as the command would, and leaves everything else to Click by
 returning None before it has printed anything:
@@ -17,9 +18,10 @@ returning None before it has printed anything:
   and a vault that is a folder.
 - a keeper that answers (`keeper_ask.answering_socket`, `exchange`). Once it has asked, the command does
   not ask again if it goes on through Click (`keeper_ask.asked`): a stopped keeper costs one wait.
-- or, for `read` and `list`, a plain command line alone (any config the loader takes): the command's
-  functions run here and succeed. On any failure nothing has been printed, and the command runs through
-  Click, which reports it as it always does (an error costs the command twice).
+- or a plain command line alone (any config the loader takes): the keeper asked with that config, when a
+  plain one did not ask it, or else the command's functions run here, and succeed. On any failure nothing
+  has been printed, and the command runs through Click, which reports it as it always does (an error costs
+  the command twice) and asks no keeper again.
 
 It sends the request the command's own path sends and prints the answer as `commands.keeper_answered`
 does: stdout first (indented on a terminal), then the warnings; a stdout that refuses it fails as
@@ -69,8 +71,9 @@ OPTIONS: dict[str, dict[str, str]] = {
 ARGUMENTS: dict[str, tuple[int, int | None]] = {"search": (0, None), "read": (1, 1), "list": (0, 1)}
 SORTS = ("id", "modified", "created")
 #: The commands answered in this process, without Click, when no keeper answers: those that change
-#: nothing a failure could leave half done (a read records what it saw only once it has its answer).
-IN_PROCESS = ("read", "list")
+#: nothing a failure could leave half done (a read records what it saw only once it has its answer; a
+#: search's refresh of the index is the one any search makes).
+IN_PROCESS = ("read", "list", "search")
 
 #: The variables the config loader reads (config.KEYS): those judged here as the loader judges them, and
 #: those that cannot make a config wrong (the watcher's: a list, a switch, texts), which no answer uses.
@@ -122,7 +125,7 @@ def _answer(argv: list[str], held: list[str], run_here: RunHere | None) -> int |
     plain = plain_config(line.vault, semantic)
     socket_path = None if plain is None else answering_socket(plain.cache)
     if socket_path is None:
-        return _in_process(line, op, args, held, run_here)
+        return _in_process(line, (op, args, semantic), held, run_here, ask_first=plain is None)
     assert plain is not None
     from .. import interrupt
     from . import keeper_ask
@@ -131,15 +134,24 @@ def _answer(argv: list[str], held: list[str], run_here: RunHere | None) -> int |
     keeper_ask.asked = True
     got = exchange(socket_path, request_line(op, plain.settings, plain.view, args))
     if got is None:
-        return _in_process(line, op, args, held, run_here)
+        return _in_process(line, (op, args, semantic), held, run_here, ask_first=False)
     held.extend(got.warnings)
     return _print(got.text, held)
 
 
-def _in_process(line: Line, op: str, args: dict[str, Any], held: list[str], run_here: RunHere | None) -> int | None:
-    """`read` or `list` run in this process by the functions the command calls, without Click: the
-    command's output when it succeeds; None, having printed nothing, when it fails in any way (the command
-    then runs through Click, which says what is wrong as it always does)."""
+def _in_process(
+    line: Line,
+    request: tuple[str, dict[str, Any], bool | None],
+    held: list[str],
+    run_here: RunHere | None,
+    ask_first: bool,
+) -> int | None:
+    """The command run in this process by the functions it calls, without Click: with any config the
+    loader takes, a live keeper is asked first (`ask_first`: when it was not asked with a plain config),
+    as the command asks it, and otherwise the operation runs here. The command's output when it succeeds;
+    None, having printed nothing, when it fails in any way (the command then runs through Click, which
+    says what is wrong as it always does)."""
+    op, args, semantic = request
     if run_here is None or op not in IN_PROCESS:
         return None
     from .. import interrupt
@@ -147,15 +159,21 @@ def _in_process(line: Line, op: str, args: dict[str, Any], held: list[str], run_
     from ..notes.ids import vault_problem
     from ..output import one_line
     from ..report import CollectingReporter
+    from . import keeper_ask
 
     interrupt.check()  # before the command does anything, as Click's path checks
     reporter = CollectingReporter()
     try:
-        config = load_config(vault=line.vault)
+        config = load_config(vault=line.vault, flags={"semantic": semantic} if op == "search" else None)
         if vault_problem(config):
             return None
         for message in config.warnings:
             reporter.warn(message)
+        got = keeper_ask.ask(config, op, args) if ask_first else None
+        keeper_ask.asked = True  # Click's path, should this one fail, does not ask again
+        if got is not None:
+            held.extend(reporter.warnings + got.warnings)
+            return _print(got.text, held)
         result, after = run_here(config, op, args, reporter)
         text = one_line(result)
         if after is not None:

@@ -121,11 +121,14 @@ def _checked(given: dict[str, Any], kinds: dict[str, tuple[type, ...]]) -> dict[
     return given
 
 
-def run(config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter) -> tuple[Any, After]:
+def run(
+    config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter, long_lived: bool = True
+) -> tuple[Any, After]:
     """Operation `op` with checked `args`: its result, and what to run once the result is out (a read's
-    record of what it saw). Also the console script's own, for a read or list no keeper answers."""
+    record of what it saw). Also the console script's own, for a command no keeper answers: not
+    `long_lived`, so that a search keeps neither its index open nor the vectors in memory."""
     if op == "search":
-        return _search(config, args, reporter), None
+        return _search(config, args, reporter, long_lived), None
     if op == "read":
         return _read(config, args, reporter)
     from ..index.listing import list_notes
@@ -142,16 +145,16 @@ def run(config: Config, op: str, args: dict[str, Any], reporter: CollectingRepor
     return result, None
 
 
-def _search(config: Config, args: dict[str, Any], reporter: CollectingReporter) -> Any:
+def _search(config: Config, args: dict[str, Any], reporter: CollectingReporter, long_lived: bool) -> Any:
     from ..index import search as searching
     from ..index.search import search
 
-    searching.KEEP_INDEX = True  # a long-lived process: its searches reuse their open index
+    if long_lived:
+        searching.KEEP_INDEX = True  # its searches reuse their open index
+        if config.semantic:
+            from ..index import semantic
 
-    if config.semantic:
-        from ..index import semantic
-
-        semantic.KEEP_VECTORS = True  # a long-lived process: the vectors stay in memory between searches
+            semantic.KEEP_VECTORS = True  # the vectors stay in memory between searches
     return search(
         config,
         args["query"],
