@@ -27,23 +27,15 @@ from hypothesis import strategies as st
 from amem import interrupt, write_fast
 from amem.index.keeper_ask import NO_KEEPER
 from tests.conftest import write_file
+from tests.test_keeper_fast import PROBE as keeper_probe
 
-#: The console script's entry in a fresh interpreter at a fixed time, writing the modules it loaded to the
-#: file its first argument names, however it ends.
-PROBE = """
-import sys
-from datetime import datetime, timezone
-import amem.timefmt
-amem.timefmt.now = lambda tz: datetime(2026, 12, 2, 9, 30, tzinfo=tz or timezone.utc)
-modules = sys.argv[1]
-sys.argv = ["amem", *sys.argv[2:]]
-try:
-    from amem.__main__ import main
-    main()
-finally:
-    with open(modules, "w") as out:
-        out.write(",".join(sorted(sys.modules)))
-"""
+#: The console script's entry in a fresh interpreter (test_keeper_fast's probe, which writes the modules
+#: it loaded to the file its first argument names) at a fixed time.
+PROBE = (
+    "from datetime import datetime, timezone\n"
+    "import amem.timefmt\n"
+    "amem.timefmt.now = lambda tz: datetime(2026, 12, 2, 9, 30, tzinfo=tz or timezone.utc)\n"
+) + keeper_probe
 #: git's dates, fixed so that a commit made on each side has the same hash.
 GIT_DATES = {"GIT_AUTHOR_DATE": "2026-12-02T09:30:00Z", "GIT_COMMITTER_DATE": "2026-12-02T09:30:00Z"}
 

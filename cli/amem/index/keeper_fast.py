@@ -169,8 +169,10 @@ def _in_process(
             return None
         for message in config.warnings:
             reporter.warn(message)
-        got = keeper_ask.ask(config, op, args) if ask_first else None
-        keeper_ask.asked = True  # Click's path, should this one fail, does not ask again
+        got = None
+        if ask_first:
+            got = keeper_ask.ask(config, op, args)
+            keeper_ask.asked = True  # Click's path, should this one fail, does not ask again
         if got is not None:
             held.extend(reporter.warnings + got.warnings)
             return _print(got.text, held)
