@@ -434,6 +434,31 @@ def test_without_a_keeper_a_swallowed_ctrl_c_ends_the_read_before_it_runs(
     assert json.loads(err) == {"error": {"code": "interrupted", "message": "interrupted (Ctrl-C)"}}
 
 
+def test_without_a_keeper_a_build_shows_its_progress_on_a_terminal_as_the_command_does(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from amem.__main__ import _run_here
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for n in range(300):
+        write_file(vault / f"n{n}.md", f"# Note {n}\n\nalpha {n}\n")
+    write_file(vault / "bad.md", b"# Bad\n\nalpha \xff\n")
+    clock = iter(range(0, 10**6, 5))
+    monkeypatch.setattr("amem.report.time.monotonic", lambda: float(next(clock)))  # each look: 5 s later
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert keeper_fast.answer(["search", "alpha"], _run_here) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == 300
+    said = terminal.getvalue()
+    assert "amem: indexing 301/301" in said  # the cold build's progress, as it goes
+    assert said.rstrip("\n").endswith("amem: warning: skipped note 'bad.md': it is not UTF-8 text")  # then
+
+
 # --- the fallback: whatever the keeper does, the command answers right, asking once -----------------
 
 

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .config import Config
-    from .report import CollectingReporter
+    from .report import Reporter
 
 #: The commands the fast path answers: only their command lines try it.
 _ANSWERED = ("search", "read", "list")
@@ -38,7 +38,7 @@ def main() -> None:
     run()
 
 
-def _run_here(config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter) -> Any:
+def _run_here(config: Config, op: str, args: dict[str, Any], reporter: Reporter) -> Any:
     """`amem.ops.answers.run` for a one-shot process, imported only when a command runs in this one."""
     from .ops.answers import run
 

@@ -45,10 +45,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..config import Config
-    from ..report import CollectingReporter
+    from ..report import Reporter
 
     #: runs operation `op` with its arguments: (the result, what to run once it is out)
-    RunHere = Callable[[Config, str, dict[str, Any], CollectingReporter], tuple[Any, Callable[[], None] | None]]
+    RunHere = Callable[[Config, str, dict[str, Any], Reporter], tuple[Any, Callable[[], None] | None]]
 
 
 #: Each command's long options and the kind of value each takes: `flag` none (`on`/`off` the two spellings
@@ -158,11 +158,12 @@ def _in_process(
     from ..config import load_config
     from ..notes.ids import vault_problem
     from ..output import one_line
-    from ..report import CollectingReporter
+    from ..report import StderrReporter
     from . import keeper_ask
 
     interrupt.check()  # before the command does anything, as Click's path checks
-    reporter = CollectingReporter()
+    # the command line's reporter: warnings held until the result is out, progress on a terminal only
+    reporter = StderrReporter(hold=True)
     try:
         config = load_config(vault=line.vault, flags={"semantic": semantic} if op == "search" else None)
         if vault_problem(config):
@@ -174,7 +175,7 @@ def _in_process(
             got = keeper_ask.ask(config, op, args)
             keeper_ask.asked = True  # Click's path, should this one fail, does not ask again
         if got is not None:
-            held.extend(reporter.warnings + got.warnings)
+            held.extend(reporter.take_held() + got.warnings)
             return _print(got.text, held)
         result, after = run_here(config, op, args, reporter)
         text = one_line(result)
@@ -182,7 +183,7 @@ def _in_process(
             after()  # a read's record of what it saw, made before printing as the command makes it
     except Exception:  # noqa: BLE001 (any failure is the command's to report, through Click)
         return None
-    held.extend(reporter.warnings)
+    held.extend(reporter.take_held())
     return _print(text, held)
 
 

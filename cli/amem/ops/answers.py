@@ -17,7 +17,7 @@ from .. import __version__
 from ..errors import AmemError
 from ..index.keeper_ask import answer_settings, local_zone
 from ..output import one_line
-from ..report import CollectingReporter
+from ..report import CollectingReporter, Reporter
 
 if TYPE_CHECKING:
     import threading
@@ -122,7 +122,7 @@ def _checked(given: dict[str, Any], kinds: dict[str, tuple[type, ...]]) -> dict[
 
 
 def run(
-    config: Config, op: str, args: dict[str, Any], reporter: CollectingReporter, long_lived: bool = True
+    config: Config, op: str, args: dict[str, Any], reporter: Reporter, long_lived: bool = True
 ) -> tuple[Any, After]:
     """Operation `op` with checked `args`: its result, and what to run once the result is out (a read's
     record of what it saw). Also the console script's own, for a command no keeper answers: not
@@ -145,7 +145,7 @@ def run(
     return result, None
 
 
-def _search(config: Config, args: dict[str, Any], reporter: CollectingReporter, long_lived: bool) -> Any:
+def _search(config: Config, args: dict[str, Any], reporter: Reporter, long_lived: bool) -> Any:
     from ..index import search as searching
     from ..index.search import search
 
@@ -167,7 +167,7 @@ def _search(config: Config, args: dict[str, Any], reporter: CollectingReporter, 
     )
 
 
-def _read(config: Config, args: dict[str, Any], reporter: CollectingReporter) -> tuple[Any, After]:
+def _read(config: Config, args: dict[str, Any], reporter: Reporter) -> tuple[Any, After]:
     from .read import read_note
 
     depth, budget = args["depth"], args["maxChars"]
