@@ -125,6 +125,10 @@ def index_dump(cache: Path) -> dict[str, Any]:
             )
         }
         headings = sorted(conn.execute("SELECT n.id, h.key FROM note_headings h JOIN notes n ON n.rowid = h.note"))
+        short = sorted(
+            conn.execute("SELECT n.id, s.head, s.headings FROM search_heads s JOIN notes n ON n.rowid = s.rowid")
+        )
+        assert short == sorted((note_id, *fields[:2]) for note_id, fields in search.items())
         meta = sorted(key for (key,) in conn.execute("SELECT key FROM meta") if not key.startswith("snapshot"))
         return {
             "notes": notes,
@@ -133,6 +137,7 @@ def index_dump(cache: Path) -> dict[str, Any]:
             "aliases": aliases,
             "search": search,
             "headings": headings,
+            "short": short,
             "meta": meta,
         }
     finally:

@@ -195,6 +195,7 @@ def test_hidden_and_excluded_folders(config: Config, monkeypatch: pytest.MonkeyP
         "DROP TABLE seen",
         "DROP TABLE links",
         "DROP TABLE search_fts",
+        "DROP TABLE search_heads",
         "DROP INDEX notes_key",
         "DROP TABLE meta; CREATE TABLE meta (k TEXT, v TEXT, extra INTEGER)",
         "ALTER TABLE meta RENAME TO old_meta",
@@ -219,6 +220,51 @@ def test_a_damaged_schema_is_detected_and_rebuilt(config: Config, damage: str) -
         assert index.backlinks("b.md") == ["a.md"]
         assert index.stats()["notes"] == 2
         index.close()
+
+
+#: The digest of the schema each SCHEMA_VERSION names (the first 16 hex digits of the SHA-256 of its text).
+SCHEMAS = {13: "a549c1db51ac9ef9", 14: "342039add78ddc95"}
+
+
+def test_a_changed_schema_comes_with_a_new_version() -> None:
+    """An index whose settings name this version is taken as built by this schema: a schema changed without a
+    new version would leave every index built before in place, without what the change added. So the
+    schema's text is pinned to its version here, and a change of the one without the other fails."""
+    import hashlib
+
+    from amem.index import fts, index
+
+    digest = hashlib.sha256((index._SCHEMA + fts.SCHEMA).encode("utf-8")).hexdigest()[:16]
+    assert SCHEMAS.get(index.SCHEMA_VERSION) == digest, (index.SCHEMA_VERSION, digest)
+    assert max(SCHEMAS) == index.SCHEMA_VERSION
+
+
+def test_an_index_of_the_version_before_is_built_again_with_the_short_fields_table(config: Config) -> None:
+    """Version 13's index had no `search_heads`: it is built again, and a title's phrase is found."""
+    import json
+
+    from amem.index import index as index_module
+    from amem.index.search import search
+
+    write_file(config.vault_root / "a.md", "# Alpha Beta\nbody\n")
+    write_file(config.vault_root / "b.md", "# B\nalpha and beta\n")
+    index = VaultIndex(config)
+    index.refresh()
+    settings = json.loads(index._settings())
+    index.close()
+    conn = sqlite3.connect(index.path)
+    conn.execute("DROP TABLE search_heads")
+    master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+    old = json.dumps([13, *settings[1:]])
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (old,))
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (index_module._fingerprint(master),))
+    conn.commit()
+    conn.close()
+    result = search(config, "alpha beta")
+    assert [hit["id"] for hit in result["hits"]] == ["a.md", "b.md"]
+    conn = sqlite3.connect(index.path)
+    assert conn.execute("SELECT count(*) FROM search_heads").fetchone() == (2,)
+    conn.close()
 
 
 def test_update_rechecks_exactly_the_named_notes(config: Config, tmp_path: Path) -> None:

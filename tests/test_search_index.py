@@ -194,6 +194,10 @@ def answers(config: Config, cache: Path | None = None, monkeypatch: pytest.Monke
         try:  # the exact-heading tier's keys, by note
             found = "SELECT n.id, h.key FROM note_headings h JOIN notes n ON n.rowid = h.note ORDER BY 1, 2"
             result["!headings"] = index.conn.execute(found).fetchall()
+            # the short fields' own table holds each search row's head and headings, exactly
+            short = "SELECT n.id, s.head, s.headings FROM {} s JOIN notes n ON n.rowid = s.rowid ORDER BY 1"
+            result["!short"] = index.conn.execute(short.format("search_heads")).fetchall()
+            assert result["!short"] == index.conn.execute(short.format("search_fts")).fetchall()
         finally:
             index.close()
         return result

@@ -370,3 +370,56 @@ def test_notes_titled_as_the_query_are_scored_in_the_same_pass(
     finally:
         index.close()
     assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected and result["total"] == total
+
+
+def test_the_title_and_heading_tiers_walk_only_the_notes_with_the_words_there(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The phrase tiers of the id and title and of the headings look in `search_heads`, which holds those
+    short fields alone: its postings list the notes with the query's words in a title or heading, not
+    every note with them in its body (the whole vault, for common words). The full ranking's result."""
+    root = isolated_env / "vault"
+    for i in range(80):
+        title = "auth token" if i % 20 == 0 else f"note {i}"
+        heading = "## the auth token\n" if i % 20 == 5 else ""
+        body = f"{heading}token words and auth words {'the auth token again' if i % 4 == 0 else ''}\n"
+        write_file(root / f"n{i}.md", f"---\ntitle: {title}\n---\n{body}[[n{(i * 7) % 80}]]\n")
+    config = load_config(vault=root)
+    search(config, "auth token")  # the build
+    statements = traced_statements(monkeypatch)
+    for text, limit in [("auth token", 3), ("auth tok", 5), ("auth token", 40)]:
+        statements.clear()
+        result = search(config, text, limit=limit)
+        short = [sql for sql in statements if re.search(r"MATCH '\{head(ings)?( headings)?\} :", sql)]
+        assert short and all("search_heads MATCH" in sql for sql in short), json.dumps(statements)
+        index = VaultIndex(config)
+        try:
+            expected, total = reference(index.conn, root, text, [], None, limit)
+        finally:
+            index.close()
+        assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected and result["total"] == total
+
+
+def test_a_word_of_one_term_is_counted_by_its_postings_not_the_vocabulary(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The statistics count the notes holding a word of one term by matching it (its postings, without
+    their positions), not by `search_vocab`, which reads each posting's positions to count them too; a
+    prefix still sums the vocabulary's terms. The full ranking's result either way."""
+    root = isolated_env / "vault"
+    for i in range(40):
+        write_file(root / f"n{i}.md", f"# note {i}\nalpha beta {'gamma ' * (i % 3)}认证令牌\n")
+    config = load_config(vault=root)
+    search(config, "alpha beta")  # the build
+    statements = traced_statements(monkeypatch)
+    for text in ["alpha beta", "认证令牌 beta", "alpha gam"]:
+        statements.clear()
+        result = search(config, text, limit=5)
+        exact = [sql for sql in statements if "search_vocab WHERE term = " in sql]
+        assert not exact, json.dumps(statements, ensure_ascii=False)
+        index = VaultIndex(config)
+        try:
+            expected, total = reference(index.conn, root, text, [], None, 5)
+        finally:
+            index.close()
+        assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected and result["total"] == total

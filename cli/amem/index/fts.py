@@ -9,6 +9,12 @@ Each row has four fields, all stored as the terms `tokenize.terms_of` gives (spa
 - `links`: the ids of the notes that link to this one (rewritten when those links change),
 - `body`: the whole body.
 
+`search_heads` holds the first two fields again, alone, for the phrase bonus's id-and-title and headings
+tiers (`rank.SHORT_FIELDS`): FTS5 keeps one list of postings per term for all of a table's fields, so a
+phrase looked for in `head` in `search_fts` walks every note with its words anywhere (for common words,
+the whole vault); here it walks the notes with them in a title or heading. It needs no sizes (no BM25 is
+computed over it) and is written and deleted with the search row.
+
 Beside it, `note_headings` holds each searchable note's headings as a reader sees them (a trailing
 `{#anchor}`, code marks, emphasis marks, a link's address and backslash escapes aside), folded as
 `tokenize.title_key` folds a title (distinct per note), for the ranking's exact-heading tier: written and
@@ -28,6 +34,7 @@ from .tokenize import field_text, id_stem, title_key
 SCHEMA = """
 CREATE VIRTUAL TABLE search_fts USING fts5(head, headings, links, body, tokenize='ascii', prefix='1');
 CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_fts, 'row');
+CREATE VIRTUAL TABLE search_heads USING fts5(head, headings, tokenize='ascii', prefix='1', columnsize=0);
 CREATE TABLE note_headings (note INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (note, key)) WITHOUT ROWID;
 CREATE INDEX note_headings_key ON note_headings (key);
 """
@@ -96,6 +103,7 @@ def _id_text(note_id: str) -> str:
 def insert(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, str, str, str]]) -> None:
     """Rows of (rowid, head, headings, links, body)."""
     conn.executemany("INSERT INTO search_fts (rowid, head, headings, links, body) VALUES (?, ?, ?, ?, ?)", rows)
+    conn.executemany("INSERT INTO search_heads (rowid, head, headings) VALUES (?, ?, ?)", [row[:3] for row in rows])
 
 
 def set_headings(conn: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
@@ -109,6 +117,7 @@ def set_headings(conn: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> N
 def delete(conn: sqlite3.Connection, rowids: Sequence[int]) -> None:
     """The search rows of these notes, and their headings' keys."""
     conn.executemany("DELETE FROM search_fts WHERE rowid = ?", [(r,) for r in rowids])
+    conn.executemany("DELETE FROM search_heads WHERE rowid = ?", [(r,) for r in rowids])
     conn.executemany("DELETE FROM note_headings WHERE note = ?", [(r,) for r in rowids])
 
 

@@ -31,6 +31,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .rank import phrase_table
 from .tokenize import Query, fold, is_cjk, word_runs
 
 #: Reciprocal-rank fusion: a note at rank r of a ranking adds weight / (RRF_K + r); keywords weigh 1.
@@ -141,9 +142,10 @@ def phrase_at(conn: sqlite3.Connection, query: Query, note_id: str) -> str | Non
     if not query.phrases:
         return None
     either = " OR ".join(query.phrases)
-    sql = "SELECT 1 FROM search_fts WHERE search_fts MATCH ? AND rowid = (SELECT rowid FROM notes WHERE id = ?)"
-    for field, name in (("{head headings}", "head"), ("body", "body")):
-        if conn.execute(sql, (f"{field} : ({either})", note_id)).fetchone():
+    for fields, name in ((["head", "headings"], "head"), (["body"], "body")):
+        table = phrase_table(fields)
+        sql = f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND rowid = (SELECT rowid FROM notes WHERE id = ?)"
+        if conn.execute(sql, (f"{{{' '.join(fields)}}} : ({either})", note_id)).fetchone():
             return name
     return None
 

@@ -50,7 +50,7 @@ _T = TypeVar("_T")
 #: 10: links counted (count, embeds), for graph; 11: each link's line, and the links indexes covering check's
 #: orphan query; 12: note_headings, each note's folded headings, for the ranking's exact-heading tier; 13: those
 #: headings' keys without their markup
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
 #: Seconds a refresh that waits for another process's refresh waits for its lock before it uses the index

@@ -84,6 +84,9 @@ OUTSIDE = 200
 #: The UTF-8 bytes the `ascii` tokenizer reads as the terms are stored (space-separated, folded): a
 #: space, a lowercase letter, a digit, and every byte of a character beyond ASCII (a term character).
 _TERM_BYTES = b" abcdefghijklmnopqrstuvwxyz0123456789" + bytes(range(0x80, 0x100))
+#: The fields `search_heads` holds too (see fts): a phrase looked for in them alone is looked up there, in
+#: postings that list the notes with the query's words in those fields, not every note with them anywhere.
+SHORT_FIELDS = frozenset({"head", "headings"})
 #: The temporary table (of the connection, gone with it) a query of several words scores its matches into
 #: when the notes holding no phrase may rank among the best.
 SCORES = "temp.amem_scores"
@@ -255,8 +258,7 @@ class Ranker:
         phrase = dict.fromkeys(shares, 0.0)
         left = set(shares)
         for fields, share in PHRASE_TIERS if self.query.phrases else ():
-            sql = "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
-            found = {row[0] for row in self.conn.execute(sql, (self._match(fields), json.dumps(sorted(left))))}
+            found = self._holding(fields, left, seek=True)
             phrase.update(dict.fromkeys(found, bounds.bonus * share))
             left -= found
             if not left:
@@ -299,11 +301,17 @@ class Ranker:
         """The FTS5 query for the query's phrases in these fields."""
         return f"{{{' '.join(fields)}}} : ({' OR '.join(self.query.phrases)})"
 
-    def _holding(self, fields: list[str]) -> set[int]:
-        """The notes holding one of the query's phrases in one of these fields."""
-        match = f"{{{' '.join(fields)}}} : ({' OR '.join(self.query.phrases)})"
-        sql = "SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
-        return {row[0] for row in self.conn.execute(sql, (match,))}
+    def _holding(self, fields: list[str], among: Collection[int] | None = None, seek: bool = False) -> set[int]:
+        """The notes holding one of the query's phrases in one of these fields (of the notes `among`, when
+        given: found by a pass over the matches, or, `seek`, by looking each up), in `search_heads` when
+        it holds these fields (`phrase_table`)."""
+        table = phrase_table(fields)
+        sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
+        args = [self._match(fields)]
+        if among is not None:
+            sql += f" AND {'' if seek else '+'}rowid IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(among)))
+        return {row[0] for row in self.conn.execute(sql, args)}
 
     def _score(self, tiers: list[_Tier]) -> None:
         """The base scores of the (matching, filtered) notes of these tiers: BM25 plus the tier's bonus."""
@@ -385,8 +393,9 @@ class Ranker:
                     elif len(word.terms) == 1 and row[2] == 0:
                         found = (term, 0, True)
                 else:
-                    row = conn.execute("SELECT doc, doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
-                    found = (term, row[0] if row else 0, False) if len(word.terms) == 1 else None
+                    held = _notes_holding(conn, term)
+                    row = (held, held)
+                    found = (term, held, False) if len(word.terms) == 1 else None
                 dfs.append(min(n, row[0] or 0) if row else 0)
                 largest = (row[1] or 0) if row else 0
             df = min(dfs) if dfs else 0
@@ -455,9 +464,7 @@ class Ranker:
             if tier.notes is not None:
                 bonus.update((doc, tier.bonus) for doc in sources if doc in tier.notes and doc not in bonus)
                 continue
-            sql = "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
-            match = f"{{{' '.join(tier.fields)}}} : ({' OR '.join(self.query.phrases)})"
-            for (doc,) in self.conn.execute(sql, (match, json.dumps([s for s in sources if s not in bonus]))):
+            for doc in self._holding(tier.fields, [s for s in sources if s not in bonus]):
                 bonus[doc] = tier.bonus
         # Scored here once the statistics are read (a query of several words); a word's own costs a walk.
         scores = self.bm25_of(sources) if self._bounds is not None and len(sources) <= OUTSIDE else None
@@ -517,6 +524,22 @@ class Ranker:
             return {}
         sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
         return dict(self.conn.execute(sql, [*self._args(), json.dumps(sorted(docs))]))
+
+
+def phrase_table(fields: Collection[str]) -> str:
+    """The FTS5 table to look for a phrase in these fields in."""
+    return "search_heads" if fields and SHORT_FIELDS.issuperset(fields) else "search_fts"
+
+
+def _notes_holding(conn: sqlite3.Connection, term: str) -> int:
+    """How many notes hold this stored term: FTS5's count of its matches, which reads its postings but not
+    their positions (`search_vocab` reads those too, to count its instances); by the vocabulary for a term
+    that the `ascii` tokenizer would read otherwise than as itself."""
+    if term and not term.encode("utf-8", "replace").translate(None, _TERM_BYTES[1:]):
+        sql = "SELECT count(*) FROM search_fts WHERE search_fts MATCH ?"
+        return int(conn.execute(sql, (f'"{term}"',)).fetchone()[0])
+    row = conn.execute("SELECT doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _frequencies(texts: list[str], starts: list[str], weights: Sequence[float]) -> list[float]:
