@@ -493,7 +493,8 @@ def test_a_cold_build_stores_its_links_unindexed_and_indexes_them_once_with_the_
     from amem.config import load_config
     from amem.index import fts
     from amem.index.batch import BATCH, _Batch
-    from amem.index.index import _SCHEMA, VaultIndex, _statements
+    from amem.index.index import VaultIndex
+    from amem.index.schema import TABLES, statements
 
     ids = make_vault(vault, random.Random(5), 1300)
     batches = -(-len(ids) // BATCH)
@@ -516,7 +517,7 @@ def test_a_cold_build_stores_its_links_unindexed_and_indexes_them_once_with_the_
     assert links > len(ids) and seen == [0] * batches  # each batch's links stored with no index to keep
     # The indexes it made at its end are the schema's, as an index created empty holds them.
     fresh = sqlite3.connect(":memory:")
-    for statement in _statements(_SCHEMA + fts.SCHEMA):
+    for statement in statements(TABLES + fts.SCHEMA):
         fresh.execute(statement)
     assert built == schema_of(fresh)
     assert [name for _, name, _, _ in built if name.startswith("links_")] == [

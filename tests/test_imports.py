@@ -65,6 +65,7 @@ NOTES = frozenset(
 NOTES_AMEM = frozenset(
     {
         "amem.index.index",
+        "amem.index.schema",
         "amem.index.snapshot",
         "amem.index.batch",
         "amem.index.note_reader",
@@ -91,6 +92,7 @@ NOTES_AMEM = frozenset(
 NOTES_READ = frozenset({"sqlite3", "bisect", "unicodedata", "fcntl"})
 NOTES_READ_AMEM = frozenset(
     {"amem.index.index", "amem.index.scan", "amem.index.sql", "amem.index.keeper_client", "amem.notes.links"}
+    | {"amem.index.schema"}  # the tables the index checks it holds
     | {"amem.index.snapshot"}  # what the index last stored of every note's (mtime, size)
     | {"amem.notes.parse", "amem.notes.simple_yaml", "amem.notes.ids", "amem.timefmt", "amem.cachedir"}
     | {"amem.atomicfile"}

@@ -232,18 +232,18 @@ def test_a_changed_schema_comes_with_a_new_version() -> None:
     schema's text is pinned to its version here, and a change of the one without the other fails."""
     import hashlib
 
-    from amem.index import fts, index
+    from amem.index import fts, schema
 
-    digest = hashlib.sha256((index._SCHEMA + fts.SCHEMA).encode("utf-8")).hexdigest()[:16]
-    assert SCHEMAS.get(index.SCHEMA_VERSION) == digest, (index.SCHEMA_VERSION, digest)
-    assert max(SCHEMAS) == index.SCHEMA_VERSION
+    digest = hashlib.sha256((schema.TABLES + fts.SCHEMA).encode("utf-8")).hexdigest()[:16]
+    assert SCHEMAS.get(schema.SCHEMA_VERSION) == digest, (schema.SCHEMA_VERSION, digest)
+    assert max(SCHEMAS) == schema.SCHEMA_VERSION
 
 
 def test_an_index_of_the_version_before_is_built_again_with_the_short_fields_table(config: Config) -> None:
     """Version 13's index had no `search_heads`: it is built again, and a title's phrase is found."""
     import json
 
-    from amem.index import index as index_module
+    from amem.index.schema import fingerprint
     from amem.index.search import search
 
     write_file(config.vault_root / "a.md", "# Alpha Beta\nbody\n")
@@ -257,7 +257,7 @@ def test_an_index_of_the_version_before_is_built_again_with_the_short_fields_tab
     master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
     old = json.dumps([13, *settings[1:]])
     conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (old,))
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (index_module._fingerprint(master),))
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (fingerprint(master),))
     conn.commit()
     conn.close()
     result = search(config, "alpha beta")

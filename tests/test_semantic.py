@@ -463,22 +463,69 @@ def test_through_search_one_changed_note_is_embedded_again_and_a_plain_search_ke
 
 
 @needs_model
-def test_a_rebuilt_index_drops_the_vectors_with_it(vault: Path, isolated_env: Path) -> None:
+def test_a_rebuilt_index_keeps_the_vectors_of_the_notes_it_still_holds(
+    vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword tables are built again when the settings change (here: a folder excluded) or amem's
+    schema does; the vectors are kept, keyed by note and by the note's bytes, so nothing is embedded again
+    (a real model takes minutes for a vault of thousands of notes). Those of the notes left out go."""
     small_vault(vault)
     config = load_config()
     search(config, PARAPHRASE, semantic=True)
-    assert "semantic_vectors" in tables(config)
+    before = vectors(config)
     write_file(isolated_env.parent / "home/.config/amem/config.yaml", "excludeDirs: [ops]\n")
     rebuilt = load_config()
     assert rebuilt.cache_dir == config.cache_dir
+    seen = counting(monkeypatch)
     assert ids(search(rebuilt, "tokens")) == ["auth.md"]  # other settings: the index is built again
-    assert "semantic_vectors" not in tables(rebuilt)
-    search(rebuilt, PARAPHRASE, semantic=True)
-    index = VaultIndex(rebuilt)
+    assert sorted(ids(search(rebuilt, PARAPHRASE, semantic=True))) == ["auth.md", "coffee.md"]
+    assert seen == [PARAPHRASE]  # the query alone: no note embedded again
+    assert vectors(rebuilt) == {i: v for i, v in before.items() if i != "ops/deploy.md"}
+    assert vectors(rebuilt) == vectors_of_a_fresh_build(isolated_env, monkeypatch)
+
+
+@needs_model
+def test_an_index_of_an_older_schema_is_built_again_without_embedding_again(
+    vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_vault(vault)
+    config = load_config()
+    search(config, PARAPHRASE, semantic=True)
+    before = vectors(config)
+    conn = sqlite3.connect(config.cache_dir / "index.sqlite")
+    settings = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps([settings[0] - 1, *settings[1:]]),))
+    conn.commit()
+    conn.close()
+    seen = counting(monkeypatch)
+    index = VaultIndex(config)
     try:
-        assert sorted(semantic.vectors_of(index.conn)) == ["auth.md", "coffee.md"]
+        assert index.refresh().added == 3  # built again
     finally:
         index.close()
+    assert ids(search(config, PARAPHRASE, semantic=True))[0] == "auth.md"
+    assert seen == [PARAPHRASE]
+    assert vectors(config) == before
+
+
+def vectors(config: Any) -> dict[str, tuple[str, bytes]]:
+    index = VaultIndex(config)
+    try:
+        return semantic.vectors_of(index.conn)
+    finally:
+        index.close()
+
+
+def vectors_of_a_fresh_build(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[str, bytes]]:
+    """The vectors an index built from nothing, in another cache folder, holds."""
+    cache = os.environ["XDG_CACHE_HOME"]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(isolated_env / "fresh-cache"))
+    try:
+        fresh = load_config()
+        search(fresh, PARAPHRASE, semantic=True)
+        return vectors(fresh)
+    finally:
+        monkeypatch.setenv("XDG_CACHE_HOME", cache)
 
 
 @needs_model

@@ -248,8 +248,8 @@ class _Batch:
 
     def _drop_link_indexes(self) -> None:
         """A cold build stores its links unindexed, in the transaction that sets its mark (see
-        `index.link_indexes`): other processes take the index as current all the same."""
-        from .index import link_indexes
+        `schema.link_indexes`): other processes take the index as current all the same."""
+        from .schema import link_indexes
 
         for name, _ in link_indexes():
             self.conn.execute(f"DROP INDEX IF EXISTS {name}")
@@ -258,7 +258,7 @@ class _Batch:
     def _index_links(self, only: tuple[str, ...] = ()) -> None:
         """Make the links indexes missing (those named in `only`, or all): after a cold build's last batch,
         when a refresh finishes a killed one, or when a cold build must look links up by key."""
-        from .index import link_indexes
+        from .schema import link_indexes
 
         for name, sql in link_indexes():
             if not only or name in only:

@@ -14,7 +14,6 @@ The index is a cache: any damage (a corrupt file, a missing table, another layou
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import sqlite3
@@ -22,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..digest import sha1_hex
 from ..errors import InternalError
 from ..notes.ids import open_regular
 from ..notes.links import (
@@ -36,6 +34,7 @@ from ..report import Reporter
 from . import attached
 from . import snapshot as stored
 from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
+from .schema import FEATURE_TABLES, SCHEMA_VERSION, TABLES, fingerprint, statements, with_link_indexes
 from .sql import select_in
 
 if TYPE_CHECKING:
@@ -46,11 +45,6 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-#: Bump when the tables or what goes in them change; an index of another version is rebuilt.
-#: 10: links counted (count, embeds), for graph; 11: each link's line, and the links indexes covering check's
-#: orphan query; 12: note_headings, each note's folded headings, for the ranking's exact-heading tier; 13: those
-#: headings' keys without their markup
-SCHEMA_VERSION = 14
 #: Above this many links to resolve in one refresh, load every id into memory once instead of querying.
 BULK_RESOLUTION = 200
 #: Seconds a refresh that waits for another process's refresh waits for its lock before it uses the index
@@ -65,61 +59,6 @@ LOCK_HELD = (
 #: meta key present while every note the last refresh found is in the index with its links resolved:
 #: absent in an index built empty, and during a refresh of more than one batch (another process's build)
 _COMPLETE = "complete"
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE notes (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    folder TEXT NOT NULL,      -- the id's folder with its trailing '/', '' at the vault root
-    key TEXT NOT NULL,         -- link_key(id): link resolution compares these
-    name_key TEXT NOT NULL,    -- link_key of the id's last segment, for base-name resolution
-    rkey TEXT NOT NULL,        -- key reversed, so that path-suffix resolution is an index range
-    mtime_ns INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    digest TEXT,               -- set while the file is racily recent (see RACY_NS)
-    problem TEXT,              -- why the note could not be indexed (not UTF-8, unreadable), else NULL
-    title TEXT NOT NULL DEFAULT '',
-    title_key TEXT NOT NULL DEFAULT '',
-    tags TEXT NOT NULL DEFAULT '[]',
-    created TEXT,
-    frontmatter TEXT NOT NULL DEFAULT '{}',
-    body_at INTEGER NOT NULL DEFAULT 0,  -- where the body starts in the file, in bytes
-    search INTEGER NOT NULL DEFAULT 0    -- search row: 0 current, 1 to write, 2 its backlinks to rewrite
-);
-CREATE INDEX notes_folder ON notes (folder);
-CREATE INDEX notes_key ON notes (key);
-CREATE INDEX notes_name_key ON notes (name_key);
-CREATE INDEX notes_rkey ON notes (rkey);
-CREATE INDEX notes_title_key ON notes (title_key);
-CREATE INDEX notes_racy ON notes (digest) WHERE digest IS NOT NULL;
-CREATE INDEX notes_problem ON notes (problem) WHERE problem IS NOT NULL;
-CREATE INDEX notes_search ON notes (search) WHERE search != 0;
-CREATE TABLE note_tags (note INTEGER NOT NULL, tag TEXT NOT NULL);
-CREATE INDEX note_tags_note ON note_tags (note);
-CREATE INDEX note_tags_tag ON note_tags (tag);
-CREATE TABLE note_aliases (note INTEGER NOT NULL, key TEXT NOT NULL);  -- key: link_key of an alias
-CREATE INDEX note_aliases_note ON note_aliases (note);
-CREATE INDEX note_aliases_key ON note_aliases (key);
-CREATE TABLE links (
-    src INTEGER NOT NULL,      -- notes.rowid of the linking note
-    seq INTEGER NOT NULL,
-    target TEXT NOT NULL,      -- normalised target, heading/block part removed
-    tkey TEXT NOT NULL,        -- link_key(target)
-    nkey TEXT NOT NULL,        -- link_key of the target's last segment: the base name it falls back to
-    resolved TEXT,             -- note id the target resolves to, NULL when none
-    count INTEGER NOT NULL DEFAULT 1,  -- how many times the note writes a link to this target
-    embeds INTEGER NOT NULL DEFAULT 0, -- how many of those are ![[embeds]]
-    line INTEGER                       -- the line it is first written on, from 1 in the file (a BOM aside)
-);
-CREATE INDEX links_src ON links (src, resolved);  -- resolved too: a note's links out, from the index alone
-CREATE INDEX links_target ON links (target);
-CREATE INDEX links_tkey ON links (tkey);
-CREATE INDEX links_nkey ON links (nkey);
-CREATE INDEX links_resolved ON links (resolved, src);  -- src too: the notes linking in, from the index alone
-CREATE TABLE seen (id TEXT PRIMARY KEY, version TEXT NOT NULL);
-CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: recheck next time
-"""
 
 
 _COLUMNS = "SELECT rowid, id, mtime_ns, size, digest, folder FROM notes"
@@ -232,8 +171,8 @@ class VaultIndex:
             return False
         stored = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('settings', 'schema', 'cold-build')"))
         if "cold-build" in stored:  # a cold build half way holds its links unindexed (see link_indexes)
-            master = _with_link_indexes(master)
-        return stored.get("settings") == self._settings() and stored.get("schema") == _fingerprint(master)
+            master = with_link_indexes(master)
+        return stored.get("settings") == self._settings() and stored.get("schema") == fingerprint(master)
 
     def _create(self, conn: sqlite3.Connection) -> None:
         from . import fts
@@ -244,10 +183,15 @@ class VaultIndex:
                 if self._is_current(conn):
                     conn.execute("COMMIT")  # another process built it while we waited
                     return
-            names = conn.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
-                "AND (sql IS NULL OR sql NOT LIKE 'CREATE VIRTUAL%')"
-            ).fetchall()
+            kept = FEATURE_TABLES if self._same_vault(conn) else ()
+            names = [
+                row
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+                    "AND (sql IS NULL OR sql NOT LIKE 'CREATE VIRTUAL%')"
+                )
+                if not row[0].startswith(kept)
+            ]
             virtual = conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL%'").fetchall()
             for (name,) in virtual:
                 conn.execute(f'DROP TABLE IF EXISTS "{name}"')
@@ -255,17 +199,29 @@ class VaultIndex:
                 kind = conn.execute("SELECT type FROM sqlite_master WHERE name = ?", (name,)).fetchone()
                 if kind is not None:
                     conn.execute(f'DROP {"VIEW" if kind[0] == "view" else "TABLE"} IF EXISTS "{name}"')
-            for statement in _statements(_SCHEMA + fts.SCHEMA):
+            for statement in statements(TABLES + fts.SCHEMA):
                 conn.execute(statement)
             master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
             conn.executemany(
-                "INSERT INTO meta VALUES (?, ?)", [("settings", self._settings()), ("schema", _fingerprint(master))]
+                "INSERT INTO meta VALUES (?, ?)", [("settings", self._settings()), ("schema", fingerprint(master))]
             )
             conn.execute("COMMIT")
             self._created = True
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _same_vault(self, conn: sqlite3.Connection) -> bool:
+        """Whether the index being built again was this vault's (its settings name the same folder): its
+        feature tables are then kept. The semantic vectors are keyed by note id and by the note's bytes, and
+        checked against each note when they are next used, so they outlive a new schema or other settings;
+        a model takes minutes to embed a vault of thousands of notes again."""
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+            stored = json.loads(row[0]) if row else None
+        except (sqlite3.DatabaseError, ValueError, TypeError):
+            return False
+        return isinstance(stored, list) and len(stored) > 1 and stored[1] == json.loads(self._settings())[1]
 
     def _discard(self) -> None:
         if self._conn is not None:
@@ -716,35 +672,6 @@ class VaultIndex:
 
 #: Tables an optional feature keeps in the index database (semantic search's vectors, which it creates on
 #: first use): not part of the layout, so they never make the index look foreign; a rebuild drops them too.
-_FEATURE_TABLES = ("semantic_", "sqlite_autoindex_semantic_")
-
-
-@functools.cache
-def link_indexes() -> list[tuple[str, str]]:
-    """(name, statement) of each index of the links table, as the schema creates it. A cold build stores
-    its links without them and makes them once, after its last batch (keeping five indexes up to date row
-    by row was most of the SQLite work of its first pass); until then its `cold-build` mark is in `meta`,
-    and whichever refresh finishes a killed build makes them first."""
-    found = []
-    for statement in _statements(_SCHEMA):
-        sql = statement[statement.find("CREATE") :].strip()
-        words = sql.split()
-        if words[:2] == ["CREATE", "INDEX"] and words[4] == "links":
-            found.append((words[2], sql))
-    return found
-
-
-def _with_link_indexes(master: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """`sqlite_master`'s (type, name, sql), ordered by name, as it is once the links are indexed."""
-    present = {row[1] for row in master}
-    rows = list(master)
-    rows += [("index", name, sql) for name, sql in link_indexes() if name not in present]
-    return sorted(rows, key=lambda row: str(row[1]))
-
-
-def _fingerprint(master: list[tuple[Any, ...]]) -> str:
-    layout = [row for row in master if not str(row[1]).startswith(_FEATURE_TABLES)]
-    return sha1_hex(repr(layout).encode("utf-8"))
 
 
 #: SQLite result codes that say the file system refused or another process holds a lock: the index
@@ -785,12 +712,6 @@ def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
             "the vault index is locked by another amem process that has not finished in 30 s; try again"
         )
     return exc
-
-
-def _statements(script: str) -> Iterator[str]:
-    for statement in script.split(";"):
-        if statement.strip():
-            yield statement
 
 
 def remember_written(config: Config, note_id: str, version: str) -> None:
