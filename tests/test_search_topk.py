@@ -423,3 +423,18 @@ def test_a_word_of_one_term_is_counted_by_its_postings_not_the_vocabulary(
         finally:
             index.close()
         assert [(hit["id"], hit["score"]) for hit in result["hits"]] == expected and result["total"] == total
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.integers(1, 10**6),
+        st.sampled_from([0.0, -0.0, 1e-6, 0.5, 2.0]) | st.floats(allow_nan=False, allow_infinity=False),
+        max_size=300,
+    ),
+    st.integers(1, 60),
+)
+def test_the_best_scored_notes_are_a_sort_s_first_ties_to_the_smaller_rowid(
+    scores: dict[int, float], depth: int
+) -> None:
+    assert rank._top(scores, depth) == sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:depth]
