@@ -670,10 +670,6 @@ class VaultIndex:
         self.conn.execute("INSERT OR REPLACE INTO seen (id, version) VALUES (?, ?)", (note_id, version))
 
 
-#: Tables an optional feature keeps in the index database (semantic search's vectors, which it creates on
-#: first use): not part of the layout, so they never make the index look foreign; a rebuild drops them too.
-
-
 #: SQLite result codes that say the file system refused or another process holds a lock: the index
 #: may be sound, so it is not thrown away. Every other error means damage.
 _NOT_DAMAGE = {3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 23}  # PERM BUSY LOCKED NOMEM READONLY INTERRUPT IOERR FULL …

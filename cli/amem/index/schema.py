@@ -2,7 +2,7 @@
 database holds, by which `VaultIndex` tells an index of this version's tables from any other (built again).
 
 The search tables are `fts.SCHEMA`'s; the semantic vectors' (`semantic.SCHEMA`) are the feature tables,
-made by the first search that needs them and left out of the fingerprint.
+made by the first search that needs them, left out of the fingerprint and kept by a rebuild.
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ CREATE TABLE seen (id TEXT PRIMARY KEY, version TEXT NOT NULL);
 CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);  -- -1: recheck next time
 """
 
-#: Tables a feature makes for itself when it is first used (see `semantic.SCHEMA`): not part of the layout.
+#: Tables an optional feature keeps in the index database (semantic search's vectors, which it creates on
+#: first use): not part of the layout, so they never make the index look foreign; kept when the other tables
+#: are built again for the same vault (see `VaultIndex._same_vault`).
 FEATURE_TABLES = ("semantic_", "sqlite_autoindex_semantic_")
 
 
