@@ -186,14 +186,11 @@ class Health:
         sql = f"SELECT id, problem FROM notes WHERE problem IS NOT NULL AND {self._in_prefix('id')} ORDER BY id"
         return list(self.conn.execute(sql, self._range))
 
-    def without_frontmatter(self) -> list[str]:
-        """The prefix's readable notes stored with no frontmatter and the body from the first byte (or after
-        a BOM): those with no frontmatter at all, and those whose block did not parse."""
-        sql = (
-            "SELECT id FROM notes WHERE problem IS NULL AND frontmatter = '{}' AND body_at <= 3 "
-            f"AND {self._in_prefix('id')} ORDER BY +id"
-        )
-        return [row[0] for row in self.conn.execute(sql, self._range)]
+    def malformed(self) -> list[tuple[str, str]]:
+        """The prefix's readable notes whose frontmatter block did not parse, with why (as the index read
+        them: no note is opened for it)."""
+        sql = f"SELECT id, warning FROM notes WHERE warning IS NOT NULL AND {self._in_prefix('id')} ORDER BY +id"
+        return [(row[0], row[1]) for row in self.conn.execute(sql, self._range)]
 
     def orphans(self) -> list[str]:
         """The prefix's readable notes that no other note's link reaches and whose links reach no other note."""

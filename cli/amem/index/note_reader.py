@@ -59,6 +59,7 @@ class NoteRow(NamedTuple):
     size: int
     digest: str | None
     problem: str | None
+    warning: str | None
     title: str
     title_key: str
     tags: str
@@ -97,7 +98,7 @@ def read_note(how: Reading, note_id: str, stat: tuple[int, int]) -> ReadNote:
     (mtime, size) the scan found, kept when the note cannot be read."""
     data, text, problem, stat = _note_bytes(how, note_id, stat)
     if problem is not None:
-        return ReadNote(_row(how, note_id, stat, data, problem, "", "{}", None, 0, []), [], [], [])
+        return ReadNote(_row(how, note_id, stat, data, problem, None, "", "{}", None, 0, []), [], [], [])
     from ..notes.parse import note_title, parse_note  # here: a refresh that changes nothing parses nothing
     from ..notes.tags import note_tags
 
@@ -109,7 +110,8 @@ def read_note(how: Reading, note_id: str, stat: tuple[int, int]) -> ReadNote:
     created = str(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else None
     frontmatter = json.dumps(fields, ensure_ascii=False, default=str)
     body_at = len(data) - len(body.encode("utf-8"))
-    row = _row(how, note_id, stat, data, None, title, frontmatter, created, body_at, tags)
+    warning = parsed.warnings[0] if parsed.warnings else None  # a block that did not parse: `check` says why
+    row = _row(how, note_id, stat, data, None, warning, title, frontmatter, created, body_at, tags)
     # Each distinct target once: a note that names one note a million times costs one row.
     census = link_census(parsed.frontmatter_text, body, how.extensions, limit=0)
     # Lines from 1 in the file, the BOM aside: the frontmatter block starts on the second.
@@ -153,6 +155,7 @@ def _row(
     stat: tuple[int, int],
     data: bytes,
     problem: str | None,
+    warning: str | None,
     title: str,
     frontmatter: str,
     created: str | None,
@@ -174,6 +177,7 @@ def _row(
         size=size,
         digest=sha1_hex(data) if mtime_ns >= how.racy_before else None,
         problem=problem,
+        warning=warning,
         title=title,
         title_key=title_key(title),
         tags=json.dumps(tags, ensure_ascii=False),

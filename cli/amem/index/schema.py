@@ -17,8 +17,8 @@ from ..digest import sha1_hex
 #: 10: links counted (count, embeds), for graph; 11: each link's line, and the links indexes covering check's
 #: orphan query; 12: note_headings, each note's folded headings, for the ranking's exact-heading tier; 13: those
 #: headings' keys without their markup; 14: search_heads, the short fields' own table, for the phrase
-#: tiers
-SCHEMA_VERSION = 14
+#: tiers; 15: each note's frontmatter warning, for check
+SCHEMA_VERSION = 15
 
 TABLES = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,6 +33,7 @@ CREATE TABLE notes (
     size INTEGER NOT NULL,
     digest TEXT,               -- set while the file is racily recent (see RACY_NS)
     problem TEXT,              -- why the note could not be indexed (not UTF-8, unreadable), else NULL
+    warning TEXT,              -- why its frontmatter block did not parse (check reports it), else NULL
     title TEXT NOT NULL DEFAULT '',
     title_key TEXT NOT NULL DEFAULT '',
     tags TEXT NOT NULL DEFAULT '[]',
@@ -48,6 +49,7 @@ CREATE INDEX notes_rkey ON notes (rkey);
 CREATE INDEX notes_title_key ON notes (title_key);
 CREATE INDEX notes_racy ON notes (digest) WHERE digest IS NOT NULL;
 CREATE INDEX notes_problem ON notes (problem) WHERE problem IS NOT NULL;
+CREATE INDEX notes_warning ON notes (warning) WHERE warning IS NOT NULL;
 CREATE INDEX notes_search ON notes (search) WHERE search != 0;
 CREATE TABLE note_tags (note INTEGER NOT NULL, tag TEXT NOT NULL);
 CREATE INDEX note_tags_note ON note_tags (note);

@@ -12,7 +12,6 @@ A check fails on errors, with --strict on warnings too.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
@@ -21,9 +20,7 @@ from ..errors import ProblemsFound
 from ..index.health import BaseNames, Health, VaultFiles, attachment_of, attachment_resolver, vault_files
 from ..index.index import VaultIndex
 from ..notes.conflicts import original_of_copy
-from ..notes.ids import open_regular
 from ..notes.links import PATH_MARK, LinkResolver, frontmatter_spans, iter_link_spans, link_key, stored_target
-from ..notes.parse import parse_note
 from ..output import quote
 
 if TYPE_CHECKING:
@@ -261,35 +258,17 @@ def _alias_as_written(frontmatter: str, key: str) -> str:
     return next((n for n in names if isinstance(n, str) and link_key(normalise_target(n)) == key), key)
 
 
-def _note_problems(config: Config, health: Health) -> list[Problem]:
-    """Notes the index could not read, and frontmatter that did not parse (read again, for the reason)."""
+def _note_problems(health: Health) -> list[Problem]:
+    """Notes the index could not read, and frontmatter that did not parse (why, as the index kept it)."""
     problems = []
     for note_id, why in health.unreadable():
         if "UTF-8" in why:
             problems.append(problem("not-utf8", note_id, f"{why}: it is left out of the index and of search"))
         else:
             problems.append(problem("unreadable", note_id, f"{why}: it is left out of the index and of search"))
-    for note_id in health.without_frontmatter():
-        text = _frontmatter_candidate(config, note_id)
-        if text is None:
-            continue
-        warnings = parse_note(text, note_id).warnings
-        if warnings:
-            problems.append(problem("malformed-frontmatter", note_id, warnings[0], 1))
+    for note_id, why in health.malformed():
+        problems.append(problem("malformed-frontmatter", note_id, why, 1))
     return problems
-
-
-def _frontmatter_candidate(config: Config, note_id: str) -> str | None:
-    """The note's text when it opens a frontmatter block (`---`), else None; reads a few bytes first."""
-    path = os.path.join(os.path.abspath(config.vault_root), note_id)
-    try:
-        with open_regular(path) as handle:
-            if handle.read(6).lstrip(b"\xef\xbb\xbf")[:3] != b"---":
-                return None
-            handle.seek(0)
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 def leftover_problems(ids: Iterable[str], files: VaultFiles, prefix: str) -> list[Problem]:
@@ -350,7 +329,7 @@ def check_vault(config: Config, prefix: str | None = None, *, reporter: Reporter
         problems = _link_problems(health, names, resolver, files)
         problems += twin_problems(health.case_twins(), prefix or "")
         problems += _alias_problems(health, names, resolver, prefix or "")
-        problems += _note_problems(config, health)
+        problems += _note_problems(health)
         problems += leftover_problems(health.ids_containing(CONFLICT_INFIX), files, prefix or "")
         problems += _info_problems(config, health)
         notes = health.notes()
