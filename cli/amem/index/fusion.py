@@ -31,7 +31,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .rank import phrase_table
+from .rank import phrase_match, phrase_table
 from .tokenize import Query, fold, is_cjk, word_runs
 
 #: Reciprocal-rank fusion: a note at rank r of a ranking adds weight / (RRF_K + r); keywords weigh 1.
@@ -141,11 +141,10 @@ def phrase_at(conn: sqlite3.Connection, query: Query, note_id: str) -> str | Non
     """Where note `note_id` holds the query as a phrase (the phrase bonus's test): "head", "body" or None."""
     if not query.phrases:
         return None
-    either = " OR ".join(query.phrases)
     for fields, name in ((["head", "headings"], "head"), (["body"], "body")):
         table = phrase_table(fields)
         sql = f"SELECT 1 FROM {table} WHERE {table} MATCH ? AND rowid = (SELECT rowid FROM notes WHERE id = ?)"
-        if conn.execute(sql, (f"{{{' '.join(fields)}}} : ({either})", note_id)).fetchone():
+        if conn.execute(sql, (phrase_match(fields, query.phrases), note_id)).fetchone():
             return name
     return None
 

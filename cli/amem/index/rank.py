@@ -299,17 +299,13 @@ class Ranker:
                 shares[doc] = (shares.get(doc, (0.0, 0.0))[0], EXACT_HEADING)
         return shares
 
-    def _match(self, fields: list[str]) -> str:
-        """The FTS5 query for the query's phrases in these fields."""
-        return f"{{{' '.join(fields)}}} : ({' OR '.join(self.query.phrases)})"
-
     def _holding(self, fields: list[str], among: Collection[int] | None = None, seek: bool = False) -> set[int]:
         """The notes holding one of the query's phrases in one of these fields (of the notes `among`, when
         given: found by a pass over the matches, or, `seek`, by looking each up), in `search_heads` when
         it holds these fields (`phrase_table`)."""
         table = phrase_table(fields)
         sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?"
-        args = [self._match(fields)]
+        args = [phrase_match(fields, self.query.phrases)]
         if among is not None:
             sql += f" AND {'' if seek else '+'}rowid IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(sorted(among)))
@@ -526,6 +522,11 @@ class Ranker:
             return {}
         sql = f"{self._bm25()} AND +rowid IN (SELECT value FROM json_each(?))"
         return dict(self.conn.execute(sql, [*self._args(), json.dumps(sorted(docs))]))
+
+
+def phrase_match(fields: Sequence[str], phrases: Sequence[str]) -> str:
+    """The FTS5 query for any of these phrases in one of these fields."""
+    return f"{{{' '.join(fields)}}} : ({' OR '.join(phrases)})"
 
 
 def phrase_table(fields: Collection[str]) -> str:
