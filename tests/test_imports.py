@@ -143,7 +143,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         frozenset({"sqlite3", "fcntl"}),
         frozenset({"amem.notes.ids", "amem.notes.parse", "amem.notes.simple_yaml", "amem.timefmt"})
         | {"amem.atomicfile", "amem.cachedir", "amem.ops.write", "amem.store.write", "amem.index.seen"}
-        | {"amem.write_fast"},  # how the command reads CONTENT, shared with the console script's write
+        | {"amem.change_fast"},  # how the command reads CONTENT, shared with the console script's write
         "amem.ops.write",
     ),
     "edit": (
@@ -152,7 +152,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         # the updated line is stamped as a move stamps it
         NOTES_AMEM
         | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"}
-        | {"amem.write_fast"},  # how write reads CONTENT
+        | {"amem.change_fast"},  # how write reads CONTENT
         "amem.ops.edit",
     ),
     "history": (
@@ -363,23 +363,39 @@ def test_with_a_keeper_the_console_script_loads_only_the_fast_paths_modules(
     assert sorted({m for m in loaded if m == "amem" or m.startswith("amem.")} - FAST_PATH_AMEM) == []
 
 
-#: What the console script's write before Click adds to the command's own allowance: the entry, the run's
-#: outcome, the path itself and the command-line reader it shares with the keeper's fast path.
-WRITE_FAST_AMEM = frozenset({"amem.__main__", "amem.outcome", "amem.write_fast"})
-WRITE_FAST_AMEM |= {"amem.index.keeper_fast", "amem.index.keeper_ask", "amem.index.keeper_client"}
+#: What the console script's write and sync before Click add to the command's own allowance: the entry,
+#: the run's outcome, the path itself and the command-line reader it shares with the keeper's fast path.
+CHANGE_FAST_AMEM = frozenset({"amem.__main__", "amem.outcome", "amem.change_fast"})
+CHANGE_FAST_AMEM |= {"amem.index.keeper_fast", "amem.index.keeper_ask", "amem.index.keeper_client"}
 
 
-@pytest.mark.parametrize("stdin", ["", "piped\n"], ids=["argument", "stdin"])
-def test_the_console_scripts_write_loads_what_the_command_may_without_click(
-    vault: Path, isolated_env: Path, stdin: str
+def _synced_vault(vault: Path) -> None:
+    """The vault as a clone of a bare remote, synced once: the next sync has nothing to do."""
+    git = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    git["GIT_COMMITTER_EMAIL"] = "t@x"
+    remote = vault.parent / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    for command in (["init", "-q"], ["remote", "add", "origin", str(remote)]):
+        subprocess.run(["git", *command], cwd=vault, check=True)
+    subprocess.run([sys.executable, "-m", "amem", "sync"], cwd=vault, check=True, env=git, capture_output=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "stdin"), [("write", ""), ("write", "piped\n"), ("sync", "")], ids=["write", "write-stdin", "sync"]
+)
+def test_the_console_scripts_write_and_sync_load_what_the_command_may_without_click(
+    vault: Path, isolated_env: Path, name: str, stdin: str
 ) -> None:
-    args, others, amem_modules, required = ALLOWED["write"]
+    args, others, amem_modules, required = ALLOWED[name]
     args = args if not stdin else args[:2]
     write_file(vault / "x.md", "# x\n\nA note.\n")
-    old = time.time() - 3600  # as the command's own test: a vault in use, its index built by a first run
-    for path in (vault / "x.md", vault):
-        os.utime(path, (old, old))
-    loaded_modules(ALLOWED["write"][0], isolated_env)
+    if name == "sync":
+        _synced_vault(vault)
+    else:
+        old = time.time() - 3600  # as the command's own test: a vault in use, its index built by a first run
+        for path in (vault / "x.md", vault):
+            os.utime(path, (old, old))
+        loaded_modules(ALLOWED["write"][0], isolated_env)
     done = subprocess.run(
         [sys.executable, "-c", CONSOLE_PROBE, *args], cwd=isolated_env, input=stdin, capture_output=True, text=True
     )
@@ -390,4 +406,4 @@ def test_the_console_scripts_write_loads_what_the_command_may_without_click(
     reading = {"select", "signal"} if stdin else set()  # stdin read with a Ctrl-C ending the wait
     assert sorted(top_level - BASE - others - reading) == []
     own = {m for m in loaded if m == "amem" or m.startswith("amem.")}
-    assert sorted(own - AMEM_BASE - amem_modules - WRITE_FAST_AMEM) == []
+    assert sorted(own - AMEM_BASE - amem_modules - CHANGE_FAST_AMEM) == []

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "the commands",
         frozenset({"amem.cli", "amem.commands", "amem.mcp_server", "amem.mcp_declare", "amem.completion", "amem.info"})
-        | {"amem._docs", "amem.__main__", "amem.write_fast"},
+        | {"amem._docs", "amem.__main__", "amem.change_fast"},
     ),
 ]
 MAX_MODULE_LINES = 800

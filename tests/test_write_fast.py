@@ -1,4 +1,4 @@
-"""`amem write` before Click loads (`amem.write_fast`): a plain write command line runs in the console
+"""`amem write` before Click loads (`amem.change_fast`): a plain write command line runs in the console
 script's process without Click, and everything it does is the command's own, byte for byte: both streams,
 the exit code, the notes it leaves and their git commits, for successes and for every failure (a stale
 version, a missing note, a path outside the vault, stdin that is not UTF-8, a broken config, a full stdout,
@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amem import interrupt, write_fast
+from amem import change_fast, interrupt
 from amem.index.keeper_ask import NO_KEEPER
 from tests.conftest import write_file
 from tests.test_keeper_fast import PROBE as keeper_probe
@@ -71,14 +71,17 @@ def run(
     stdin: bytes | None = b"",
     own: bool = False,
     stdout: IO[Any] | None = None,
+    remote: Path | None = None,
 ) -> Ran:
-    """`amem ARGS` through the console script's entry, from the vault and cache as they are now, both put
-    back as they were afterwards; `own`: the command's own path (AMEM_NO_KEEPER=1)."""
+    """`amem ARGS` through the console script's entry, from the vault, cache and `remote` as they are now,
+    all put back as they were afterwards; `own`: the command's own path (AMEM_NO_KEEPER=1). The files
+    are the vault's, and the remote's under `remote/`."""
     modules = tmp_path / f"modules-{next(_probes)}"
     cache = Path(os.environ["XDG_CACHE_HOME"])
     saved = tmp_path / "saved"
     shutil.rmtree(saved, ignore_errors=True)
-    for name, folder in (("vault", vault), ("cache", cache)):
+    folders = {"vault": vault, "cache": cache, **({"remote": remote} if remote is not None else {})}
+    for name, folder in folders.items():
         if folder.exists():
             shutil.copytree(folder, saved / name, symlinks=True)
     env = {**os.environ, **GIT_DATES, **({NO_KEEPER: "1"} if own else {})}
@@ -93,8 +96,10 @@ def run(
             cwd=tmp_path,
         )
         files = _tree(vault)
+        if remote is not None:
+            files |= {f"remote/{path}": data for path, data in _tree(remote).items()}
     finally:
-        for name, folder in (("vault", vault), ("cache", cache)):
+        for name, folder in folders.items():
             shutil.rmtree(folder, ignore_errors=True)
             if (saved / name).exists():
                 shutil.copytree(saved / name, folder, symlinks=True)
@@ -103,10 +108,17 @@ def run(
     return Ran(done.returncode, out, done.stderr.decode("utf-8", "replace"), "click" not in loaded, files)
 
 
-def both(tmp_path: Path, vault: Path, args: list[str], stdin: bytes | None = b"", stdout: IO[Any] | None = None) -> Ran:
+def both(
+    tmp_path: Path,
+    vault: Path,
+    args: list[str],
+    stdin: bytes | None = b"",
+    stdout: IO[Any] | None = None,
+    remote: Path | None = None,
+) -> Ran:
     """Run the line on each path from the same state; assert they did the same; the fast path's run."""
-    fast = run(tmp_path, vault, args, stdin, stdout=stdout)
-    own = run(tmp_path, vault, args, stdin, own=True, stdout=stdout)
+    fast = run(tmp_path, vault, args, stdin, stdout=stdout, remote=remote)
+    own = run(tmp_path, vault, args, stdin, own=True, stdout=stdout, remote=remote)
     assert (fast.code, fast.stdout, fast.stderr) == (own.code, own.stdout, own.stderr), args
     assert fast.files == own.files, args
     assert not own.fast and "Traceback" not in fast.stderr
@@ -235,7 +247,7 @@ def test_a_swallowed_ctrl_c_ends_the_write_before_it_reads_or_writes(
     before = _tree(vault)
     interrupt.install()
     monkeypatch.setattr(interrupt, "_swallowed", True)
-    assert write_fast.answer(["write", "notes/auth", "x"]) == 130
+    assert change_fast.answer(["write", "notes/auth", "x"]) == 130
     out, err = capsys.readouterr()
     assert out == ""
     assert json.loads(err) == {"error": {"code": "interrupted", "message": "interrupted (Ctrl-C)"}}
@@ -248,7 +260,7 @@ def test_every_option_the_fast_path_takes_is_the_commands_own() -> None:
     from amem.commands.write import command
 
     options = {p.opts[0]: p.is_flag for p in command.params if isinstance(p, click.Option)}
-    taken = {name: True for name in write_fast.FLAGS} | {name: False for name in write_fast.VALUED}
+    taken = {name: True for name in change_fast.FLAGS} | {name: False for name in change_fast.VALUED}
     assert taken == {name: flag for name, flag in options.items() if name != "--help"}
 
 
@@ -277,7 +289,7 @@ def write_lines(draw: st.DrawFn, version: str) -> tuple[list[str], bytes, bool]:
         options.append(draw(st.sampled_from([["--bogus"], ["-h"], ["--base-version", "-1"], ["--commit=1"]])))
     words = [word for option in options for word in option]
     positional = [target] + ([] if content is None else [content])
-    needs_dashes = content is not None and content[:1] == "-" and write_fast.OPTION_LIKE.fullmatch(content)
+    needs_dashes = content is not None and content[:1] == "-" and change_fast.OPTION_LIKE.fullmatch(content)
     if content == "--" or needs_dashes or draw(st.booleans()):
         line = [*words, "--", *positional]
     else:

@@ -1,6 +1,6 @@
 """`python -m amem`, and the console script `amem`: Ctrl-C is made reliable before amem's modules load, and
 a search, read or list that a live keeper can answer is answered before Click loads, and so is one without
-a keeper, in this process (`index.keeper_fast`), and a plain write (`write_fast`)."""
+a keeper, in this process (`index.keeper_fast`), and a plain write or sync (`change_fast`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ if TYPE_CHECKING:
     from .config import Config
     from .report import Reporter
 
-#: The commands the fast path answers: only their command lines try it.
+#: The commands the fast paths answer and run: only their command lines try them.
 _ANSWERED = ("search", "read", "list")
+_CHANGED = ("write", "sync")
 
 
 def main() -> None:
@@ -21,10 +22,10 @@ def main() -> None:
     install()
     import sys
 
-    if "write" in sys.argv[1:]:
-        from .write_fast import answer as write
+    if any(arg in _CHANGED for arg in sys.argv[1:]):
+        from .change_fast import answer as change
 
-        code = write(sys.argv[1:])
+        code = change(sys.argv[1:])
         if code is not None:
             sys.exit(code)
     if any(arg in _ANSWERED for arg in sys.argv[1:]):

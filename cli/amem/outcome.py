@@ -1,7 +1,7 @@
 """A command-line run's outcome: every failure as amem's own error on stderr with its exit code, never a
 traceback, and the warnings met on the way (held until the run ends) folded into it. The root group runs
 every command through `run_translating_errors`, adding Click's own exceptions (`cli`); the console script's
-`write` before Click (`write_fast`) runs through it alone."""
+`write` and `sync` before Click (`change_fast`) run through it alone."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def command(
     operations = (find is not None) + (section is not None) + prepend
     text: str | None = None
     if operations == 1 and find is None:
-        from ..write_fast import content_of
+        from ..change_fast import content_of
 
         text = content_of(content)  # read only when the call is otherwise right: stdin is read once
     elif operations == 1 and content is not None:

@@ -15,7 +15,7 @@ class ContentCommand(Command):
     Words that do read as one (`--foo`) still need `--` before them, as with any command."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from ..write_fast import OPTION_LIKE
+        from ..change_fast import OPTION_LIKE
 
         valued = {name for p in self.params if isinstance(p, click.Option) and not p.is_flag for name in p.opts}
         options: list[str] = []
@@ -78,8 +78,8 @@ def command(
 
     Prints {id, mode, bytes, version, created}, plus `commit` when a commit was made.
     """
+    from ..change_fast import check_modes, content_of
     from ..ops.write import write_note
-    from ..write_fast import check_modes, content_of
 
     check_modes(append, overwrite)
     emit_written(
