@@ -77,8 +77,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
         "AMEM_NO_KEEPER",
         "When set (not 0), search, read and list answer in their own process even while a keeper "
         "(`amem index --watch`, `amem mcp`) could answer them; they still use its sync cookies. It also turns "
-        "off the path that runs `read`, `list`, `search` and `write` before the command-line parser loads (the same "
-        "output and the same notes, about a third less time): they then run through it.",
+        "off the path that runs `read`, `list`, `search`, `write` and `sync` before the command-line parser "
+        "loads (the same output and the same notes, about a third less time): they then run through it.",
     ),
     ("XDG_CONFIG_HOME", "Where the user config file lives (default ~/.config); only an absolute path counts."),
     ("XDG_CACHE_HOME", "Where the index and write locks live (default ~/.cache); only an absolute path counts."),
