@@ -425,6 +425,7 @@ def placements(secret: str, key: str) -> list[str]:
 @given(secret=SECRETS, key=KEYS, before=FILLER, after=FILLER, which=st.integers(min_value=0, max_value=25))
 def test_a_secret_never_survives_redaction(secret: str, key: str, before: str, after: str, which: int) -> None:
     assume(secret not in before and secret not in after)
+    assume(secret not in placements("", key)[which])  # a secret that is part of the key's name ('Authorizatio')
     placed = placements(secret, key)[which]
     if which == 24:  # the AWS pair: the secret is the 40 characters next to the key id
         secret = placed.split(" ", 1)[1]
