@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from amem.index import tokenize
 from amem.index.batch import CompactResolver
+from amem.index.schema import FILE as INDEX_FILE
 from amem.index.tokenize import field_text, stem
 from amem.notes.links import LinkResolver, extract_links, link_census
 from tests.conftest import write_file
@@ -100,7 +101,7 @@ def make_vault(vault: Path, rng: random.Random, count: int) -> list[str]:
 
 def index_dump(cache: Path) -> dict[str, Any]:
     """What an index holds, by note id (rowids and racy digests are the build's own business)."""
-    found = list(cache.rglob("index.sqlite"))
+    found = list(cache.rglob(INDEX_FILE))
     assert len(found) == 1, found
     conn = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True)
     try:
@@ -194,7 +195,7 @@ def test_a_cold_build_killed_half_way_is_finished_by_the_next_command_as_a_fresh
     deadline = time.monotonic() + 120
     done = 0
     while time.monotonic() < deadline and proc.poll() is None:
-        found = list(cache.rglob("index.sqlite"))
+        found = list(cache.rglob(INDEX_FILE))
         if found:
             try:
                 probe = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True, timeout=1)
@@ -327,7 +328,7 @@ def worker_of(pid: int, deadline: float) -> int | None:
 
 
 def stored_notes(cache: Path) -> int:
-    found = list(cache.rglob("index.sqlite"))
+    found = list(cache.rglob(INDEX_FILE))
     if not found:
         return 0
     try:
@@ -341,7 +342,7 @@ def stored_notes(cache: Path) -> int:
 
 
 def rowids(cache: Path) -> list[tuple[int, str]]:
-    found = list(cache.rglob("index.sqlite"))
+    found = list(cache.rglob(INDEX_FILE))
     conn = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True)
     try:
         return conn.execute("SELECT rowid, id FROM notes ORDER BY rowid").fetchall()

@@ -213,7 +213,7 @@ def test_every_environment_variable_is_documented() -> None:
 
 def test_the_files_section_names_the_cache_and_the_spool() -> None:
     files = man_section("FILES")
-    for fragment in ("config.yaml", "amem/vaults/", "index.sqlite", "amem/spool/", "observations/"):
+    for fragment in ("config.yaml", "amem/vaults/", "<version>.sqlite", "amem/spool/", "observations/"):
         assert man_text(fragment) in files
 
 

@@ -86,6 +86,8 @@ NOTES_AMEM = frozenset(
     | {"amem.index.seen"}
     # the attachments a build's walk passed, stored for reads
     | {"amem.index.attached"}
+    # a version's first index file: the other versions' files beside it
+    | {"amem.index.versions"}
 )
 #: What a read of an unchanged vault loads of them: the index's queries and its folder check, the note's
 #: links and plain frontmatter.
@@ -143,6 +145,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         frozenset({"sqlite3", "fcntl"}),
         frozenset({"amem.notes.ids", "amem.notes.parse", "amem.notes.simple_yaml", "amem.timefmt"})
         | {"amem.atomicfile", "amem.cachedir", "amem.ops.write", "amem.store.write", "amem.index.seen"}
+        | {"amem.index.schema"}  # the index file's name, which is its schema version's
         | {"amem.change_fast"},  # how the command reads CONTENT, shared with the console script's write
         "amem.ops.write",
     ),

@@ -13,6 +13,7 @@ import pytest
 
 from amem.config import Config, load_config
 from amem.index.index import VaultIndex
+from amem.index.schema import LOCK_FILE
 from tests.conftest import write_file
 
 FIELDS = {"notes", "terms", "bytes", "built", "refreshed", "took"}
@@ -112,7 +113,7 @@ def test_a_search_gives_up_waiting_for_a_refresh_lock_held_too_long(
     assert amem("search", "token").exit_code == 0  # the index exists
     write_file(vault / "b.md", "beta token\n")
     monkeypatch.setattr("amem.index.index.LOCK_WAIT", 0.5)
-    lock = load_config().cache_dir / "index.lock"
+    lock = load_config().cache_dir / LOCK_FILE
     holder = subprocess.Popen([sys.executable, "-c", HOLD_REFRESH_LOCK, str(lock)], stdout=subprocess.PIPE, text=True)
     outcome: list[Any] = []
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from amem.config import load_config
+from amem.index.schema import FILE as INDEX_FILE
 from tests.conftest import write_file
 
 AMEM = [sys.executable, "-m", "amem"]
@@ -70,7 +71,7 @@ def assert_right_or_flagged(result: dict[str, Any], stderr: str) -> bool:
 
 
 def indexed_notes() -> int:
-    path = load_config().cache_dir / "index.sqlite"
+    path = load_config().cache_dir / INDEX_FILE
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
             return int(conn.execute("SELECT count(*) FROM notes").fetchone()[0])

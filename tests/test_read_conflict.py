@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from amem.index.schema import LOCK_FILE
 from tests.conftest import write_file
 from tests.test_read_attachments import age, read
 
@@ -67,7 +68,7 @@ def test_a_read_beside_another_processs_refresh_lists_the_folder(vault: Path, is
     age(vault)
     read(vault, "plan")  # builds the index
     write_file(vault / "plan.conflict-0123abcd.md", "# theirs\n")
-    with open(load_config(vault=str(vault)).cache_dir / "index.lock", "a") as lock:
+    with open(load_config(vault=str(vault)).cache_dir / LOCK_FILE, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         result, listed = read(vault, "plan")
     assert result["conflict"] is True

@@ -19,6 +19,7 @@ import pytest
 
 from amem.config import Config
 from amem.index.index import VaultIndex
+from amem.index.schema import FILE as INDEX_FILE
 from amem.index.vectors import index_fingerprint
 from tests.conftest import write_file
 from tests.installed import amem_bin
@@ -50,7 +51,7 @@ def user_env(root: Path) -> dict[str, str]:
 
 
 def index_file(env: dict[str, str]) -> Path:
-    (found,) = Path(env["XDG_CACHE_HOME"]).glob("amem/vaults/*/index.sqlite")
+    (found,) = Path(env["XDG_CACHE_HOME"]).glob(f"amem/vaults/*/{INDEX_FILE}")
     return found
 
 

@@ -18,6 +18,7 @@ import pytest
 from amem.config import Config, load_config
 from amem.index.index import VaultIndex
 from amem.index.scan import RACY_NS
+from amem.index.schema import LOCK_FILE
 from amem.index.search import search
 from amem.index.tokenize import Query, field_text, terms_of, title_key, word_runs
 from amem.report import Progress, Reporter, StderrReporter
@@ -415,7 +416,7 @@ def test_read_does_not_wait_for_another_process_refreshing(vault: Path, config: 
     write_file(vault / "b.md", "# B\n")
     search(config, "warm")
     write_file(vault / "c.md", "# C\n[[b]]\n")
-    lock = open(VaultIndex(config).path.with_name("index.lock"), "a")  # noqa: SIM115
+    lock = open(VaultIndex(config).path.with_name(LOCK_FILE), "a")  # noqa: SIM115
     fcntl.flock(lock, fcntl.LOCK_EX)  # as a build in another process holds it
     try:
         started = time.monotonic()

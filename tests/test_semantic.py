@@ -19,6 +19,7 @@ from amem.config import load_config
 from amem.errors import ConfigError
 from amem.index import semantic
 from amem.index.index import VaultIndex
+from amem.index.schema import FILE as INDEX_FILE
 from amem.index.search import search
 from amem.report import CollectingReporter, Reporter
 from tests.conftest import write_file
@@ -44,7 +45,7 @@ def small_vault(vault: Path) -> None:
 
 
 def tables(config: Any) -> set[str]:
-    conn = sqlite3.connect(config.cache_dir / "index.sqlite")
+    conn = sqlite3.connect(config.cache_dir / INDEX_FILE)
     try:
         return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     finally:
@@ -492,7 +493,7 @@ def test_an_index_of_an_older_schema_is_built_again_without_embedding_again(
     config = load_config()
     search(config, PARAPHRASE, semantic=True)
     before = vectors(config)
-    conn = sqlite3.connect(config.cache_dir / "index.sqlite")
+    conn = sqlite3.connect(config.cache_dir / INDEX_FILE)
     settings = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
     conn.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps([settings[0] - 1, *settings[1:]]),))
     conn.commit()
@@ -506,6 +507,31 @@ def test_an_index_of_an_older_schema_is_built_again_without_embedding_again(
     assert ids(search(config, PARAPHRASE, semantic=True))[0] == "auth.md"
     assert seen == [PARAPHRASE]
     assert vectors(config) == before
+
+
+@needs_model
+def test_the_first_index_of_a_version_takes_the_vectors_of_another_versions_file(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each schema version keeps its own file (`index.versions`): the first file of a new one takes the
+    vectors of the vault's file of the version before, so an upgrade embeds nothing again, and removes that
+    file once no process has it open."""
+    small_vault(vault)
+    config = load_config()
+    search(config, PARAPHRASE, semantic=True)
+    before = vectors(config)
+    other = config.cache_dir / "index-14.sqlite"
+    (config.cache_dir / INDEX_FILE).rename(other)  # as the version before left it: closed, no side files
+    seen = counting(monkeypatch)
+    index = VaultIndex(config)
+    try:
+        assert index.refresh().added == 3  # this version's file, built from nothing
+    finally:
+        index.close()
+    assert ids(search(config, PARAPHRASE, semantic=True))[0] == "auth.md"
+    assert seen == [PARAPHRASE]  # the query alone: no note embedded again
+    assert vectors(config) == before
+    assert not other.exists()
 
 
 def vectors(config: Any) -> dict[str, tuple[str, bytes]]:

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from amem.config import load_config
+from amem.index.schema import FILE as INDEX_FILE
 from amem.notes.parse import version_of
 from tests.installed import installed_runner
 
 
 def index_file() -> Path:
-    return load_config().cache_dir / "index.sqlite"
+    return load_config().cache_dir / INDEX_FILE
 
 
 def damage(kind: str) -> None:

@@ -106,7 +106,7 @@ def bench(n: int, runs: int, work: Path, genvault: Path, reuse: bool) -> None:
     finally:
         keeper.terminate()
         keeper.wait(timeout=60)
-    size = sum(p.stat().st_size for p in cache.rglob("index.sqlite*"))
+    size = sum(p.stat().st_size for p in cache.rglob("index*.sqlite*"))
     print(f"index files {size / 2**20:.0f} MiB; peak RSS of a warm search {search_rss:.0f} MiB")
     print(f"{'median of ' + str(runs):22} {'no keeper':>10} {'keeper':>10}")
     for name, label in (

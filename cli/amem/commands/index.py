@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,9 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
         existed = index.path.exists()
         empty = index.stats()["notes"] == 0
         changes = index.refresh()
+        from ..index.versions import remove_unused
+
+        remove_unused(os.path.dirname(index.file))  # another version's files, closed since this one's was made
         for message in changes.warnings:
             reporter.warn(message)
         refreshed = changes.added + changes.changed + changes.removed

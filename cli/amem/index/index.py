@@ -34,7 +34,7 @@ from ..report import Reporter
 from . import attached
 from . import snapshot as stored
 from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
-from .schema import FEATURE_TABLES, SCHEMA_VERSION, TABLES, fingerprint, statements, with_link_indexes
+from .schema import FEATURE_TABLES, FILE, LOCK_FILE, SCHEMA_VERSION, TABLES, fingerprint, statements, with_link_indexes
 from .sql import select_in
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class VaultIndex:
         self.config = config
         self.reporter = reporter or Reporter()
         #: the database file (a string: a read never loads `pathlib`; `path` is the same as a Path)
-        self.file = os.path.join(config.cache_folder, "index.sqlite")
+        self.file = os.path.join(config.cache_folder, FILE)
         self._conn: sqlite3.Connection | None = None
         #: this object built the database empty and has not walked the vault since: no keeper's
         #: confirmation and no list of changed notes can make it complete
@@ -145,6 +145,7 @@ class VaultIndex:
         ensure_cache_folder(os.path.dirname(self.file))
         for attempt in (1, 2):
             conn = None
+            fresh = not os.path.exists(self.file)
             try:
                 # Not bound to its thread: a long-lived process's searches reuse it, one at a time (search.KEEP_INDEX).
                 conn = sqlite3.connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
@@ -153,6 +154,10 @@ class VaultIndex:
                 conn.execute("PRAGMA synchronous=OFF")
                 if not self._is_current(conn):
                     self._create(conn)
+                    if fresh and self._created:  # this version's first file: another's may be beside it
+                        from . import versions
+
+                        versions.adopt(conn, json.loads(self._settings())[1], os.path.dirname(self.file))
                 return conn
             except sqlite3.DatabaseError as exc:
                 # Corrupt, foreign or of another layout: the index is only a cache, so start it again.
@@ -252,14 +257,14 @@ class VaultIndex:
 
     @contextlib.contextmanager
     def _refresh_lock(self, wait: bool) -> Iterator[bool]:
-        """Hold the vault's refresh lock; yields False when another process holds it and `wait` is off."""
+        """Hold the index file's refresh lock; yields False when another process holds it and `wait` is off."""
         try:
             import fcntl
         except ImportError:  # no flock: SQLite's own locking still keeps the index sound
             yield True
             return
         try:
-            handle = open(os.path.join(os.path.dirname(self.file), "index.lock"), "a")  # noqa: SIM115
+            handle = open(os.path.join(os.path.dirname(self.file), LOCK_FILE), "a")  # noqa: SIM115
         except OSError:
             yield True
             return

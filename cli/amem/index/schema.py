@@ -13,12 +13,18 @@ from typing import Any
 
 from ..digest import sha1_hex
 
-#: Bump when the tables or what goes in them change; an index of another version is rebuilt.
+#: Bump when the tables or what goes in them change. Each version keeps its own file (`FILE`), so that an
+#: amem of another version still running (a keeper, an MCP server) and this one never build each other's
+#: index again; see `versions`.
 #: 10: links counted (count, embeds), for graph; 11: each link's line, and the links indexes covering check's
 #: orphan query; 12: note_headings, each note's folded headings, for the ranking's exact-heading tier; 13: those
 #: headings' keys without their markup; 14: search_heads, the short fields' own table, for the phrase
 #: tiers; 15: each note's frontmatter warning, for check
 SCHEMA_VERSION = 15
+#: The index database's file name in the vault's cache folder, and its refresh lock's: one of each per
+#: version, so that another version's refresh never holds this one's up.
+FILE = f"index-{SCHEMA_VERSION}.sqlite"
+LOCK_FILE = f"index-{SCHEMA_VERSION}.lock"
 
 TABLES = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

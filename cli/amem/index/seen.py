@@ -13,6 +13,8 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING
 
+from .schema import FILE
+
 if TYPE_CHECKING:
     from ..config import Config
 
@@ -22,7 +24,7 @@ BUSY_TIMEOUT = 30
 
 def remember_written(config: Config, note_id: str, version: str) -> None:
     """Record what amem wrote, so that `read` does not call amem's own write an external change."""
-    path = os.path.join(config.cache_folder, "index.sqlite")
+    path = os.path.join(config.cache_folder, FILE)
     if os.path.isfile(path):
         try:
             _insert(path, note_id, version)
