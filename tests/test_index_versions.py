@@ -101,3 +101,30 @@ def test_amem_index_removes_another_versions_file_once_it_is_closed(vault: Path)
     result = CliRunner().invoke(cli, ["index"])
     assert result.exit_code == 0, result.output
     assert not list(other.parent.glob("index.sqlite*")) and (other.parent / FILE).exists()
+
+
+def test_another_files_triggers_and_views_are_never_taken(vault: Path) -> None:
+    """Only the feature tables' and their indexes' definitions are copied from another version's file: a
+    trigger or view named like one is not run into this version's database."""
+    import sqlite3
+
+    write_file(vault / "a.md", "# A\n")
+    config = load_config()
+    assert refresh(config).added == 1
+    folder = Path(config.cache_folder)
+    (folder / FILE).rename(folder / "index-14.sqlite")
+    conn = sqlite3.connect(folder / "index-14.sqlite")
+    conn.execute("CREATE TABLE semantic_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO semantic_meta VALUES ('model', 'm')")
+    conn.execute("CREATE VIEW semantic_view AS SELECT 1")
+    conn.execute("CREATE TRIGGER semantic_trap AFTER INSERT ON notes BEGIN DELETE FROM notes; END")
+    conn.commit()
+    conn.close()
+    assert refresh(config).added == 1
+    index = VaultIndex(config)
+    try:
+        kinds = dict(index.conn.execute("SELECT name, type FROM sqlite_master WHERE name LIKE 'semantic%'"))
+        assert kinds == {"semantic_meta": "table"}
+        assert index.conn.execute("SELECT value FROM semantic_meta").fetchall() == [("m",)]
+    finally:
+        index.close()

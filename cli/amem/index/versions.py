@@ -85,13 +85,16 @@ def _copy_features(conn: sqlite3.Connection, path: str, vault: str) -> bool:
             if not (isinstance(stored, list) and len(stored) > 1 and stored[1] == vault):
                 conn.execute("ROLLBACK")
                 return False
-            master = conn.execute(
-                "SELECT type, name, sql FROM other.sqlite_master WHERE sql IS NOT NULL ORDER BY type DESC"
+            master = conn.execute(  # tables and indexes only: never another file's triggers or views
+                "SELECT type, name, sql FROM other.sqlite_master WHERE type IN ('table', 'index') "
+                "AND sql IS NOT NULL ORDER BY type DESC"
             ).fetchall()
             present = {name for (name,) in conn.execute("SELECT name FROM main.sqlite_master")}
             for kind, name, sql in master:  # tables first, then their indexes
                 if not str(name).startswith(FEATURE_TABLES) or name in present:
                     continue
+                if not str(sql).startswith(f"CREATE {kind.upper()} "):
+                    raise ValueError(f"not a plain {kind}")
                 conn.execute(sql)
                 if kind == "table":
                     conn.execute(f'INSERT INTO main."{name}" SELECT * FROM other."{name}"')
@@ -114,7 +117,7 @@ def in_use(path: str) -> bool:
     except ImportError:  # no such locks here: never remove another's file
         return True
     try:
-        fd = os.open(path + "-shm", os.O_RDWR)
+        fd = os.open(path + "-shm", os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return False
     except OSError:
