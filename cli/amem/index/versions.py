@@ -65,9 +65,10 @@ def remove_unused(folder: str) -> list[str]:
     for path in other_versions(folder):
         if not in_use(path):
             for suffix in ("", *SIDE_FILES):
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(OSError):  # one that cannot be removed stays: it is only a cache
                     os.unlink(path + suffix)
-            removed.append(os.path.basename(path))
+            if not os.path.lexists(path):
+                removed.append(os.path.basename(path))
     return removed
 
 
