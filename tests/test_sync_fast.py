@@ -65,16 +65,18 @@ def other_machine(remote: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "change"),
     [
-        ["sync"],
-        ["sync", "--no-push"],
-        ["sync", "--remote", "origin"],
-        ["sync", "--remote=origin", "--whole-repo"],
-        ["--vault", "VAULT", "sync"],
+        (["sync"], "idle"),
+        (["sync"], "local"),
+        (["sync"], "remote"),
+        (["sync"], "both"),
+        (["sync", "--no-push"], "both"),
+        (["sync", "--remote", "origin"], "local"),
+        (["sync", "--remote=origin", "--whole-repo"], "both"),
+        (["--vault", "VAULT", "sync"], "remote"),
     ],
 )
-@pytest.mark.parametrize("change", ["idle", "local", "remote", "both"])
 def test_a_plain_sync_runs_before_click_as_the_command_runs_it(
     tmp_path: Path, vault: Path, remote: Path, args: list[str], change: str
 ) -> None:
