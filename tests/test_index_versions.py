@@ -128,3 +128,19 @@ def test_another_files_triggers_and_views_are_never_taken(vault: Path) -> None:
         assert index.conn.execute("SELECT value FROM semantic_meta").fetchall() == [("m",)]
     finally:
         index.close()
+
+
+def test_what_amem_last_saw_survives_an_upgrade(vault: Path) -> None:
+    """A note another program changed after amem last saw it is still `modifiedExternally` when read by
+    the first command of a new version: its file takes the other's `seen` rows."""
+    from amem.ops.read import read_note
+    from amem.ops.write import write_note
+
+    config = load_config()
+    write_note(config, "a", "# A\n\nWritten by amem.\n")
+    folder = Path(config.cache_folder)
+    (folder / FILE).rename(folder / "index-14.sqlite")  # the version before's file, closed
+    with open(vault / "a.md", "a", encoding="utf-8") as note:
+        note.write("\nChanged by another program.\n")
+    assert read_note(config, "a")["modifiedExternally"] is True
+    assert not (folder / "index-14.sqlite").exists()

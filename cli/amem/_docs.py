@@ -102,8 +102,8 @@ FILES: tuple[tuple[str, str], ...] = (
         "The vault's index (notes, titles, links, "
         "search terms, and the versions amem last saw, for `modifiedExternally`), one folder per vault, one "
         "file per version of its layout (two amems of different versions running at once keep one each; "
-        "a new one takes the other's semantic vectors and removes the files no process has open, and "
-        "`amem index` those closed since). It "
+        "a new one takes the other's semantic vectors and last-seen versions and removes the files no "
+        "process has open, and `amem index` those closed since). It "
         "is only a cache: deleting it costs one rebuild.",
     ),
     ("$XDG_CACHE_HOME/amem/vaults/<name>-<hash>/locks/", "Per-note locks that serialise concurrent writers."),

@@ -7,8 +7,10 @@ changed hands: seconds at 10,000 notes, a minute at 50,000.
 
 When this version builds its file for the first time, it takes the semantic vectors of this vault's
 newest file of another version (they are keyed by note id and the note's bytes, and checked against each
-note when next used, so a model need not embed the vault again), and removes every other version's file
-that no process has open; `amem index` (and a keeper as it starts) removes those that were open then.
+note when next used, so a model need not embed the vault again) and what amem last saw of each note (the
+`seen` rows: a read after the upgrade still says `modifiedExternally` of a note changed since), and
+removes every other version's file that no process has open; `amem index` (and a keeper as it starts)
+removes those that were open then.
 """
 
 from __future__ import annotations
@@ -50,10 +52,11 @@ def _changed(path: str) -> int:
 
 
 def adopt(conn: sqlite3.Connection, vault: str, folder: str) -> None:
-    """Take the feature tables of the newest index of another version that is this vault's, into the new
-    database `conn` holds (outside a transaction); then remove every other version's file not in use."""
+    """Take the feature tables and the `seen` rows of the newest index of another version that is this
+    vault's, into the new database `conn` holds (outside a transaction); then remove every other version's
+    file not in use."""
     for path in other_versions(folder):
-        if _copy_features(conn, path, vault):
+        if _carry_over(conn, path, vault):
             break
     remove_unused(folder)
 
@@ -72,8 +75,9 @@ def remove_unused(folder: str) -> list[str]:
     return removed
 
 
-def _copy_features(conn: sqlite3.Connection, path: str, vault: str) -> bool:
-    """Copy the feature tables of the database at `path` when it is this vault's; whether it was."""
+def _carry_over(conn: sqlite3.Connection, path: str, vault: str) -> bool:
+    """Copy the feature tables and the `seen` rows of the database at `path` when it is this vault's;
+    whether it was."""
     try:
         conn.execute("ATTACH DATABASE ? AS other", (path,))
     except sqlite3.DatabaseError:
@@ -99,6 +103,9 @@ def _copy_features(conn: sqlite3.Connection, path: str, vault: str) -> bool:
                 conn.execute(sql)
                 if kind == "table":
                     conn.execute(f'INSERT INTO main."{name}" SELECT * FROM other."{name}"')
+            columns = {row[1] for row in conn.execute("PRAGMA other.table_info(seen)")}
+            if {"id", "version"} <= columns:  # what amem last saw of each note, for modifiedExternally
+                conn.execute("INSERT OR IGNORE INTO main.seen (id, version) SELECT id, version FROM other.seen")
             conn.execute("COMMIT")
             return True
         except (sqlite3.DatabaseError, ValueError, TypeError):
