@@ -144,3 +144,21 @@ def test_what_amem_last_saw_survives_an_upgrade(vault: Path) -> None:
         note.write("\nChanged by another program.\n")
     assert read_note(config, "a")["modifiedExternally"] is True
     assert not (folder / "index-14.sqlite").exists()
+
+
+def test_what_amem_last_saw_survives_a_rebuild_for_other_settings(vault: Path, isolated_env: Path) -> None:
+    """The index is built again in place when its settings change (a folder excluded); what amem last saw
+    of each note still holds, so a note changed meanwhile by another program reads as such."""
+    from amem.ops.read import read_note
+    from amem.ops.write import write_note
+
+    config = load_config()
+    write_note(config, "a", "# A\n\nWritten by amem.\n")
+    write_note(config, "ops/b", "# B\n")
+    with open(vault / "a.md", "a", encoding="utf-8") as note:
+        note.write("\nChanged by another program.\n")
+    write_file(isolated_env.parent / "home/.config/amem/config.yaml", "excludeDirs: [ops]\n")
+    rebuilt = load_config()
+    assert rebuilt.cache_folder == config.cache_folder
+    assert refresh(rebuilt).added == 1  # built again: the other settings
+    assert read_note(rebuilt, "a")["modifiedExternally"] is True

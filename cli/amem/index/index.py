@@ -188,7 +188,9 @@ class VaultIndex:
                 if self._is_current(conn):
                     conn.execute("COMMIT")  # another process built it while we waited
                     return
-            kept = FEATURE_TABLES if self._same_vault(conn) else ()
+            same = self._same_vault(conn)
+            kept = FEATURE_TABLES if same else ()
+            seen = _seen_rows(conn) if same else []  # what amem last saw of each note holds for other settings
             names = [
                 row
                 for row in conn.execute(
@@ -206,6 +208,7 @@ class VaultIndex:
                     conn.execute(f'DROP {"VIEW" if kind[0] == "view" else "TABLE"} IF EXISTS "{name}"')
             for statement in statements(TABLES + fts.SCHEMA):
                 conn.execute(statement)
+            conn.executemany("INSERT OR IGNORE INTO seen (id, version) VALUES (?, ?)", seen)
             master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
             conn.executemany(
                 "INSERT INTO meta VALUES (?, ?)", [("settings", self._settings()), ("schema", fingerprint(master))]
@@ -678,6 +681,14 @@ class VaultIndex:
 #: SQLite result codes that say the file system refused or another process holds a lock: the index
 #: may be sound, so it is not thrown away. Every other error means damage.
 _NOT_DAMAGE = {3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 23}  # PERM BUSY LOCKED NOMEM READONLY INTERRUPT IOERR FULL …
+
+
+def _seen_rows(conn: sqlite3.Connection) -> list[tuple[Any, Any]]:
+    """The `seen` rows of a database about to be built again; none when it holds no such table."""
+    try:
+        return conn.execute("SELECT id, version FROM seen").fetchall()
+    except sqlite3.DatabaseError:
+        return []
 
 
 def _take_lock(fcntl: Any, handle: Any, patience: float) -> bool:

@@ -2,9 +2,8 @@
 of the index: no schema check, no refresh, none of the link or search modules.
 
 The row goes straight into the existing database. A database that is missing, damaged or of another layout
-is left to `VaultIndex`, which builds it again first; a database of other settings takes the row and drops
-it with the rest when the next refresh rebuilds it, which is what a row written after the rebuild would
-say too (nothing seen yet).
+is left to `VaultIndex`, which builds it again first; a database of other settings takes the row and keeps
+it when the next refresh builds the other tables again for the same vault.
 """
 
 from __future__ import annotations
