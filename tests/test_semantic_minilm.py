@@ -291,9 +291,8 @@ def test_a_broken_model_file_in_a_folder_is_the_models_error(
 
 
 def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from amem.index import embedding, semantic
+    from amem.index import semantic
     from amem.index.search import search
-    from amem.report import CollectingReporter
 
     def refused(*args: object, **kwargs: object) -> None:
         raise AssertionError("the network was touched")
@@ -304,15 +303,65 @@ def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch:
     monkeypatch.setattr(socket, "getaddrinfo", refused)
     monkeypatch.delitem(semantic._loaded, "minilm", raising=False)
     config = load_config()
+    embedded_in_process(config)
+    result = search(config, "how long do credentials stay valid", semantic=True)
+    assert (result["semantic"], result.get("semanticCoverage")) == ("ok", 1.0)
+    assert result["hits"][0]["id"] == "auth.md"
+
+
+def embedded_in_process(config: Any) -> None:
+    from amem.index import embedding
+    from amem.report import CollectingReporter
+
     index = VaultIndex(config)
     try:
         index.refresh()
         assert embedding.index_now(index, CollectingReporter()) == len(NOTES)
     finally:
         index.close()
-    result = search(config, "how long do credentials stay valid", semantic=True)
-    assert (result["semantic"], result.get("semanticCoverage")) == ("ok", 1.0)
-    assert result["hits"][0]["id"] == "auth.md"
+
+
+def test_the_keepers_rankings_of_an_unchanged_index_count_its_coverage_once(
+    minilm_vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keeper ranks on an index it keeps open between requests: the vectors' coverage (a join of every
+    note with its vectors) is counted again only once the index has changed."""
+    from amem.index import search as searching
+    from amem.index import semantic, vectors
+    from amem.keeper.keeper import Keeper
+
+    config = load_config()
+    embedded_in_process(config)
+    kept: list[Any] = []
+    monkeypatch.setattr(searching, "_kept", kept)
+    monkeypatch.setattr(searching, "KEEP_INDEX", False)
+    monkeypatch.setattr(semantic, "KEEP_VECTORS", False)
+    counted: list[str] = []
+    real = vectors._coverage
+
+    def counting(conn: Any, model: str) -> float:
+        counted.append(model)
+        return real(conn, model)
+
+    monkeypatch.setattr(vectors, "_coverage", counting)
+    keeper = Keeper(config)
+    question = "how long do credentials stay valid"
+    try:
+        first = keeper._rank(question, 10, None)
+        assert first and first[0][0] == "auth.md"
+        assert [keeper._rank(question, 10, None) for _ in range(3)] == [first] * 3
+        assert len(counted) == 1
+        write_file(minilm_vault / "notes.md", "# Notes\n\nA new note.\n")
+        index = VaultIndex(config)
+        try:
+            index.refresh()
+        finally:
+            index.close()
+        keeper._rank(question, 10, None)
+        assert len(counted) == 2  # the index changed: counted again
+    finally:
+        for index, _ in kept:
+            index.close()
 
 
 @pytest.mark.slow

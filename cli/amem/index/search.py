@@ -90,7 +90,7 @@ def search(
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     reporter = reporter or Reporter()
-    index = _take_index(config, reporter) if KEEP_INDEX else VaultIndex(config, reporter)
+    index = take_index(config, reporter) if KEEP_INDEX else VaultIndex(config, reporter)
     where = note_filter(tags, folder)
     fuse = (config.semantic if semantic is None else semantic) and exact_title is None and query is not None
     try:
@@ -98,10 +98,10 @@ def search(
         # while ranking: the whole search is repaired and run again, not just the refresh.
         return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter, explain))
     finally:
-        _give_back(index)
+        give_back(index)
 
 
-def _take_index(config: Config, reporter: Reporter) -> VaultIndex:
+def take_index(config: Config, reporter: Reporter) -> VaultIndex:
     """An index of this vault kept open by an earlier search (KEEP_INDEX), when its file is still the
     index's (not replaced by a rebuild meanwhile); a new one otherwise."""
     from .index import VaultIndex
@@ -120,7 +120,7 @@ def _take_index(config: Config, reporter: Reporter) -> VaultIndex:
     return index
 
 
-def _give_back(index: VaultIndex) -> None:
+def give_back(index: VaultIndex) -> None:
     """Keep the index open for the next search (KEEP_INDEX: at most KEPT of them), or close it."""
     identity = _identity(index.file) if KEEP_INDEX and index._conn is not None else None
     if identity is not None:

@@ -297,19 +297,21 @@ class Keeper:
 
     def _rank(self, query: str, depth: int, among: set[str] | None) -> list[tuple[str, float]] | None:
         """What a search would rank in its own process: the model loaded (once), the vectors brought up to
-        date with the index and kept in memory, then `semantic.rank`."""
+        date with the index and kept in memory, then `semantic.rank`. On an index kept open between
+        requests, as searches keep theirs (`search.KEEP_INDEX`), so that what a connection remembers of an
+        unchanged database (the vectors' coverage, a join of every note) is not computed again each time."""
+        from ..index import search as searching
         from ..index import semantic
-        from ..index.index import VaultIndex
 
-        semantic.KEEP_VECTORS = True
-        index = VaultIndex(self.config, self.reporter)
+        semantic.KEEP_VECTORS = searching.KEEP_INDEX = True
+        index = searching.take_index(self.config, self.reporter)
         try:
             ranker = semantic.for_search(index, self.reporter)
             if ranker.embedder is None:
                 return None
             return semantic.rank(index.conn, ranker.embedder, query, depth, among=among)
         finally:
-            index.close()
+            searching.give_back(index)
 
     # --- events -------------------------------------------------------------------------------------
 
