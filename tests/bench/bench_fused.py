@@ -2,7 +2,7 @@
 --watch`: whole `amem search` processes it answers) and through the MCP server (`wiki_search` calls).
 
     python tests/bench/bench_fused.py VAULT [--model static|minilm] [--runs 10] [--calls 40] [--work DIR]
-                                      [--fill-tokens 16]
+                                      [--fill-tokens 16] [--queries Q …] [--mcp-only]
 
 VAULT is a genvault vault (`python /work/shared/bench/genvault.py DIR 10000`), copied once under --work.
 Before timing, every note is embedded: `static` by a first fused search; `minilm` in this process through
@@ -14,7 +14,8 @@ in full.
 
 Keeper: with a keeper of the model running, `amem search Q` and `amem search --semantic Q` alternate, the
 queries cycling, --runs rounds: medians and their ratio. MCP: two `amem mcp` servers on the same vault
-and index, one with `semantic: true`, one without, called alternately (`wiki_search`), --calls each:
+and index, one with `semantic: true`, one without, both open at once and called in turn, call by call
+(`wiki_search`, the one that goes first alternating), --calls each:
 medians and their ratio, of every call and of each query's, with the fusion weight it gets (a query of
 weight 0 ranks no vectors). The load average is printed: compare the ratios, taken side by side.
 """
@@ -110,26 +111,54 @@ def through_keeper(work: Path, vault: Path, model: str, runs: int) -> None:
     print(f"    fused {f:.1f} ms ({f / k:.2f}×); semantic status {sorted(status)}")
 
 
-async def _calls(env: dict[str, str], calls: int, into: list[tuple[str, float]], weights: dict[str, Any]) -> None:
+async def _calls(
+    envs: tuple[dict[str, str], dict[str, str]],
+    calls: int,
+    into: tuple[list[tuple[str, float]], list[tuple[str, float]]],
+    weights: dict[str, Any],
+) -> None:
+    """Both servers (keyword, fused) started side by side, warmed, then called alternately: call i of the
+    one, then call i of the other, so that both meet the same moments of the machine. The fused one starts
+    and is called first, so that the vault's keeper (started by a server's first call) is its own and it
+    ranks in its own process, as a server alone does; the keyword server finds the vault kept."""
+    with open(os.devnull, "w") as devnull:
+        await _alternate(envs, calls, into, weights, devnull)
+
+
+async def _alternate(
+    envs: tuple[dict[str, str], dict[str, str]],
+    calls: int,
+    into: tuple[list[tuple[str, float]], list[tuple[str, float]]],
+    weights: dict[str, Any],
+    devnull: Any,
+) -> None:
+    from contextlib import AsyncExitStack
+
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=AMEM, args=["mcp"], env=env)
-    with open(os.devnull, "w") as devnull:
-        async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as session:
+    async with AsyncExitStack() as stack:
+        sessions = []
+        for env in envs[::-1]:
+            params = StdioServerParameters(command=AMEM, args=["mcp"], env=env)
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=devnull))
+            session = await stack.enter_async_context(ClientSession(read, write))
             await session.initialize()
+            sessions.insert(0, session)
+        for session in sessions[::-1]:
             for _ in range(3):
                 for query in QUERIES:
                     await session.call_tool("wiki_search", {"query": query})
-            for query in QUERIES:  # the fusion each query gets (not timed)
-                explained = await session.call_tool("wiki_search", {"query": query, "explain": True})
-                fusion = (explained.structured_content or {}).get("fusion")
-                weights[query] = fusion["weight"] if fusion else None
-            for i in range(calls):
-                query = QUERIES[i % len(QUERIES)]
+        for query in QUERIES:  # the fusion each query gets (not timed)
+            explained = await sessions[1].call_tool("wiki_search", {"query": query, "explain": True})
+            fusion = (explained.structured_content or {}).get("fusion")
+            weights[query] = fusion["weight"] if fusion else None
+        for i in range(calls):
+            query = QUERIES[i % len(QUERIES)]
+            for session, times in zip(sessions[:: 1 if i % 2 else -1], into[:: 1 if i % 2 else -1], strict=True):
                 start = time.perf_counter()
                 result = await session.call_tool("wiki_search", {"query": query})
-                into.append((query, (time.perf_counter() - start) * 1000))
+                times.append((query, (time.perf_counter() - start) * 1000))
                 if result.is_error:
                     raise SystemExit(f"wiki_search failed: {result.content}")
 
@@ -141,9 +170,8 @@ def through_mcp(work: Path, vault: Path, model: str, calls: int) -> None:
     keyword: list[tuple[str, float]] = []
     fused: list[tuple[str, float]] = []
     weights: dict[str, Any] = {}
-    for _ in range(2):  # alternating blocks: keyword, fused, keyword, fused
-        anyio.run(_calls, environment(work, vault, model, False), calls // 2, keyword, {})
-        anyio.run(_calls, environment(work, vault, model, True), calls // 2, fused, weights)
+    envs = (environment(work, vault, model, False), environment(work, vault, model, True))
+    anyio.run(_calls, envs, calls, (keyword, fused), weights)
     k, f = statistics.median(ms for _, ms in keyword), statistics.median(ms for _, ms in fused)
     print(f"  MCP wiki_search ({len(keyword)} calls each): keyword {k:.1f} ms, fused {f:.1f} ms ({f / k:.2f}×)")
     for query in QUERIES:
@@ -160,14 +188,19 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-fused"))
     parser.add_argument("--fill-tokens", type=int, default=16)
+    parser.add_argument("--queries", nargs="+", help="these queries instead of the five (each call one of them)")
+    parser.add_argument("--mcp-only", action="store_true", help="the MCP servers only, not the keeper")
     args = parser.parse_args()
+    if args.queries:
+        QUERIES[:] = args.queries
     args.work.mkdir(parents=True, exist_ok=True)
     vault = args.work / "vault"
     if not vault.is_dir():
         shutil.copytree(args.vault, vault)
     print(f"{args.model}, {sum(1 for _ in vault.rglob('*.md'))} notes; load average {os.getloadavg()}")
     prepare(args.work, vault, args.model, args.fill_tokens)
-    through_keeper(args.work, vault, args.model, args.runs)
+    if not args.mcp_only:
+        through_keeper(args.work, vault, args.model, args.runs)
     through_mcp(args.work, vault, args.model, args.calls)
     print(f"  load average after: {os.getloadavg()}")
 
