@@ -48,19 +48,19 @@ def test_find_repository_none_own_and_project(isolated_env: Path) -> None:
 
     init_repo(isolated_env)
     found = amem_git.find_repository(vault)
-    assert found is not None and found.top.resolve() == isolated_env.resolve()
+    assert found is not None and os.path.realpath(found.top) == os.path.realpath(isolated_env)
     assert found.relpath(vault / "notes" / "x.md") == "vault/notes/x.md"
 
     init_repo(vault)  # a vault that is its own repository wins over the project around it
     found = amem_git.find_repository(vault / "notes")
-    assert found is not None and found.top.resolve() == vault.resolve()
+    assert found is not None and os.path.realpath(found.top) == os.path.realpath(vault)
     assert found.relpath(vault / "notes" / "x.md") == "notes/x.md"
 
 
 def test_find_repository_for_a_vault_not_created_yet(isolated_env: Path) -> None:
     init_repo(isolated_env)
     found = amem_git.find_repository(isolated_env / ".amem" / "memory" / "deep")
-    assert found is not None and found.top.resolve() == isolated_env.resolve()
+    assert found is not None and os.path.realpath(found.top) == os.path.realpath(isolated_env)
     assert not (isolated_env / ".amem").exists()
 
 

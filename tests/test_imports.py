@@ -188,7 +188,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     ),
     "sync": (
         ["sync"],
-        PATHLIB | GIT_PROCESS | {"fcntl", "shlex"},
+        GIT_PROCESS | {"fcntl", "shlex"},  # no pathlib: an idle sync's git layer holds paths as strings
         frozenset({"amem.notes.ids", "amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"})
         # the scratch folders a killed sync left, found by the pid in their name (test_sync_processes)
         | {"amem.gitvault.gitlocal", "amem.atomicfile"},

@@ -140,7 +140,7 @@ def test_a_stored_ref_is_read_only_where_git_would_read_the_same(tmp_path: Path)
 
     git_dir = tmp_path / "git"
     (git_dir / "refs" / "remotes" / "origin").mkdir(parents=True)
-    repo = Repository(top=tmp_path, git_dir=git_dir)
+    repo = Repository(top=str(tmp_path), git_dir=str(git_dir))
     ref = "refs/remotes/origin/main"
     one, two = "1" * 40, "2" * 40
     assert stored_ref(repo, ref, {}) is None  # nowhere

@@ -11,16 +11,22 @@ import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import GitError, NotFound
 
 if TYPE_CHECKING:
+    from os import PathLike
+    from typing import TypeAlias
+
+    #: A path as the git layer takes it: a str, or a Path from a caller that holds one. The layer itself
+    #: never makes a Path: an idle `amem sync` would pay for loading `pathlib`.
     from ..config import Config
     from ..notes.ids import NoteRef
     from ..report import Reporter
     from ..shapes import HistoryResult
+
+    AnyPath: TypeAlias = "str | PathLike[str]"
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.
 LOCK_WAIT_SECONDS = 3.0
@@ -66,7 +72,7 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
 
 def _run(
     args: Sequence[str],
-    cwd: Path,
+    cwd: AnyPath,
     *,
     input: bytes | None = None,
     env: Mapping[str, str] | None = None,
@@ -126,7 +132,7 @@ def _lock_busy(stderr: str) -> bool:
 
 
 def _run_waiting_for_locks(
-    args: Sequence[str], cwd: Path, *, env: Mapping[str, str] | None = None
+    args: Sequence[str], cwd: AnyPath, *, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     """Run a command that takes a git lock, retrying briefly while someone else holds it."""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
@@ -146,12 +152,12 @@ def _run_waiting_for_locks(
 
 # NamedTuples and plain classes rather than dataclasses: `amem sync` would pay for the dataclasses module.
 class Repository(NamedTuple):
-    """A git work tree: its top-level folder and its (absolute) git directory."""
+    """A git work tree: its top-level folder and its (absolute) git directory, as git prints them."""
 
-    top: Path
-    git_dir: Path
+    top: str
+    git_dir: str
 
-    def relpath(self, path: Path | str) -> str:
+    def relpath(self, path: AnyPath) -> str:
         """The '/'-separated path git knows `path` by: symlinks resolved, as git sees the file system."""
         real = os.path.realpath(path)
         rel = os.path.relpath(real, os.path.realpath(self.top))
@@ -160,23 +166,24 @@ class Repository(NamedTuple):
         return rel.replace(os.sep, "/")
 
 
-def _nearest_existing_dir(path: Path) -> Path:
-    folder = Path(os.path.realpath(path))
-    while not folder.is_dir():
-        if folder.parent == folder:
+def _nearest_existing_dir(path: AnyPath) -> str:
+    folder = os.path.realpath(path)
+    while not os.path.isdir(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
             break
-        folder = folder.parent
+        folder = parent
     return folder
 
 
-def find_repository(path: Path) -> Repository | None:
+def find_repository(path: AnyPath) -> Repository | None:
     """The git work tree holding `path` (which need not exist yet), or None when there is none."""
     start = _nearest_existing_dir(path)
     proc = _run(["rev-parse", "--show-toplevel", "--absolute-git-dir"], start, check=False)
     if proc.returncode == 0:
         lines = proc.stdout.decode("utf-8", "surrogateescape").splitlines()
         if len(lines) >= 2:
-            return Repository(top=Path(lines[0]), git_dir=Path(lines[1]))
+            return Repository(top=lines[0], git_dir=lines[1])
     message = _stderr(proc)
     if "not a git repository" in message:
         return None
@@ -221,7 +228,7 @@ def _object_name(text: bytes) -> str | None:
     return None
 
 
-def require_repository(path: Path) -> Repository:
+def require_repository(path: AnyPath) -> Repository:
     repo = find_repository(path)
     if repo is None:
         raise GitError(
@@ -231,9 +238,9 @@ def require_repository(path: Path) -> Repository:
     return repo
 
 
-def init_repository(root: Path) -> Repository:
+def init_repository(root: AnyPath) -> Repository:
     """`git init` at `root` (the vault root) and return the new repository."""
-    root.mkdir(parents=True, exist_ok=True)
+    os.makedirs(root, exist_ok=True)
     _run(["init", "--quiet"], root)
     repo = find_repository(root)
     if repo is None:  # pragma: no cover - git init succeeded but git does not see it
@@ -296,11 +303,11 @@ def file_log(repo: Repository, rel: str, limit: int | None = None) -> list[LogEn
     return _parse_log(_run([*_log_args(limit), "HEAD", "--", rel], repo.top).stdout)
 
 
-def note_log(path: Path, limit: int | None = None) -> list[LogEntry]:
+def note_log(path: AnyPath, limit: int | None = None) -> list[LogEntry]:
     """`file_log` for the file at `path` in whatever repository holds it, in one git process: git finds
     the repository from the note's folder, and its failure says whether there is one."""
     real = os.path.realpath(path)
-    folder = _nearest_existing_dir(Path(real).parent)
+    folder = _nearest_existing_dir(os.path.dirname(real))
     rel = os.path.relpath(real, folder)
     proc = _run([*_log_args(limit), "--", rel], folder, check=False)
     if proc.returncode == 0:
@@ -417,7 +424,12 @@ def _identity(repo: Repository) -> tuple[dict[str, str], list[str]]:
     return env, warnings
 
 
-def file_mode(path: Path) -> str:
+def read_bytes(path: AnyPath) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def file_mode(path: AnyPath) -> str:
     """The mode `git add` would record for the file: 100755 when its owner may execute it."""
     try:
         st = os.stat(path)
@@ -441,8 +453,8 @@ class _IndexLock:
 
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
-        self.index = repo.git_dir / "index"
-        self.lock = repo.git_dir / "index.lock"
+        self.index = os.path.join(repo.git_dir, "index")
+        self.lock = os.path.join(repo.git_dir, "index.lock")
         self.fd: int | None = None
 
     def __enter__(self) -> _IndexLock:
@@ -615,7 +627,7 @@ def _follow_in_users_index(
     """The commit is made; the user's index must now agree with it for these paths. git edits a copy (it
     would refuse the real index while we hold index.lock), which then replaces the index."""
     copy = os.path.join(scratch, "user-index")
-    if index_lock.index.exists():
+    if os.path.exists(index_lock.index):
         import shutil  # here: an idle sync, a read or a write never loads it (nor the compressors it loads)
 
         shutil.copyfile(index_lock.index, copy)
@@ -623,7 +635,7 @@ def _follow_in_users_index(
     if proc.returncode == 0 and not os.path.exists(copy):
         return  # no index yet and only removals of paths it never held: nothing to publish
     if proc.returncode == 0:
-        index_lock.publish(Path(copy).read_bytes())
+        index_lock.publish(read_bytes(copy))
         return
     paths = " ".join(staged.paths)
     warnings.append(
@@ -635,7 +647,7 @@ def _follow_in_users_index(
 # --- what the commands call -------------------------------------------------------------------------
 
 
-def commit_note(config: Config, note_path: Path | str, message: str, *, content: bytes | None = None) -> CommitOutcome:
+def commit_note(config: Config, note_path: AnyPath, message: str, *, content: bytes | None = None) -> CommitOutcome:
     """Commit one note in the repository holding the vault, initialising one at the vault root when
     there is none.
 
@@ -645,25 +657,25 @@ def commit_note(config: Config, note_path: Path | str, message: str, *, content:
     return commit_notes(config, [(note_path, content)], message)
 
 
-def commit_notes(config: Config, notes: Sequence[tuple[Path | str, bytes | None]], message: str) -> CommitOutcome:
+def commit_notes(config: Config, notes: Sequence[tuple[AnyPath, bytes | None]], message: str) -> CommitOutcome:
     """Commit several notes in one commit, as `commit_note` commits one: each (path, content) commits that
     content, or with None the file as it is on disk (its removal when it is gone). Initialises a
     repository at the vault root when there is none."""
-    repo = find_repository(Path(config.vault_root))
+    repo = find_repository(config.vault_dir)
     initialised = False
     if repo is None:
-        repo = init_repository(config.vault_root)
+        repo = init_repository(config.vault_dir)
         initialised = True
     changes: list[PathChange] = []
     for note_path, content in notes:
         if content is None:
             try:
-                content = Path(note_path).read_bytes()
+                content = read_bytes(note_path)
             except FileNotFoundError:
                 content = None
             except OSError as exc:
                 raise GitError(f"cannot read the note to commit it: {exc.strerror}") from None
-        changes.append(PathChange(repo.relpath(note_path), content, file_mode(Path(note_path))))
+        changes.append(PathChange(repo.relpath(note_path), content, file_mode(note_path)))
     outcome = commit_paths(repo, changes, message)
     outcome.initialised = initialised
     if initialised:
@@ -704,7 +716,7 @@ def note_history(config: Config, ref: NoteRef, limit: int | None = None) -> Hist
     """`{id, commits: [{hash, date, message, author}]}` for a NoteRef, newest first, following renames."""
     from ..timefmt import from_epoch
 
-    entries = note_log(Path(ref.path), limit)
+    entries = note_log(ref.path, limit)
     if not entries and not os.path.lexists(ref.path):
         raise NotFound(f'cannot read the history of note "{ref.id}": no such note')
     tz = config.tz

@@ -14,9 +14,12 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..atomicfile import process_alive
+
+if TYPE_CHECKING:
+    from .git import AnyPath
 
 FOLDER = "amem"
 #: The first bytes of an `index.lock` that amem holds; the pid follows, then a newline.
@@ -24,20 +27,24 @@ LOCK_MARK = b"amem index lock, pid "
 _LEFTOVER = r"^(?:scratch|lock)-(?P<pid>\d+)-[0-9a-f]+$"
 
 
-def private_folder(git_dir: Path) -> Path:
-    folder = git_dir / FOLDER
-    folder.mkdir(mode=0o700, exist_ok=True)
+def private_folder(git_dir: AnyPath) -> str:
+    folder = os.path.join(git_dir, FOLDER)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(folder):
+            raise
     return folder
 
 
 @contextlib.contextmanager
-def scratch_folder(git_dir: Path) -> Iterator[str]:
+def scratch_folder(git_dir: AnyPath) -> Iterator[str]:
     """A private folder for one step's temporary indexes and blobs, removed afterwards (or, when this process
     is killed, by the next sync's `clear_leftovers`)."""
-    path = private_folder(git_dir) / f"scratch-{os.getpid()}-{os.urandom(4).hex()}"
-    path.mkdir(mode=0o700)
+    path = os.path.join(private_folder(git_dir), f"scratch-{os.getpid()}-{os.urandom(4).hex()}")
+    os.mkdir(path, 0o700)
     try:
-        yield str(path)
+        yield path
     finally:
         import shutil  # here: a sync with nothing to merge makes no scratch folder, and loads no shutil
 
@@ -45,12 +52,12 @@ def scratch_folder(git_dir: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _guard(git_dir: Path) -> Iterator[None]:
+def _guard(git_dir: AnyPath) -> Iterator[None]:
     """Serialises amem processes around taking and clearing `index.lock`, so that one clearing a dead
     amem's lock never removes the lock another amem has just taken."""
     import fcntl
 
-    fd = os.open(private_folder(git_dir) / "index-lock.guard", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(os.path.join(private_folder(git_dir), "index-lock.guard"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -58,12 +65,12 @@ def _guard(git_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def create_index_lock(git_dir: Path) -> int:
+def create_index_lock(git_dir: AnyPath) -> int:
     """Take `<git dir>/index.lock` as git does (it must not exist yet), already holding amem's marker;
     the open file, for the new index to be written into. FileExistsError when someone holds it."""
-    lock = git_dir / "index.lock"
+    lock = os.path.join(git_dir, "index.lock")
     with _guard(git_dir):
-        staged = private_folder(git_dir) / f"lock-{os.getpid()}-{os.urandom(4).hex()}"
+        staged = os.path.join(private_folder(git_dir), f"lock-{os.getpid()}-{os.urandom(4).hex()}")
         fd = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
         try:
             os.write(fd, LOCK_MARK + str(os.getpid()).encode() + b"\n")
@@ -82,9 +89,9 @@ def create_index_lock(git_dir: Path) -> int:
     return fd
 
 
-def clear_stale_index_lock(git_dir: Path) -> bool:
+def clear_stale_index_lock(git_dir: AnyPath) -> bool:
     """Remove `index.lock` when it is provably a killed amem's; True when it was removed (or is gone)."""
-    lock = git_dir / "index.lock"
+    lock = os.path.join(git_dir, "index.lock")
     with _guard(git_dir):
         try:
             fd = os.open(lock, os.O_RDONLY)
@@ -108,31 +115,31 @@ def clear_stale_index_lock(git_dir: Path) -> bool:
         return True
 
 
-def clear_leftovers(git_dir: Path) -> None:
+def clear_leftovers(git_dir: AnyPath) -> None:
     """Remove what killed amem processes left in the git folder: their scratch folders, their staged lock
     files, their `index.lock`. Never raises: a clean-up must not fail the command."""
-    folder = git_dir / FOLDER
+    folder = os.path.join(git_dir, FOLDER)
     with contextlib.suppress(OSError):
         for name in os.listdir(folder):
             match = re.match(_LEFTOVER, name)
             if match is None or process_alive(int(match.group("pid"))):
                 continue
-            path = folder / name
-            if path.is_dir() and not path.is_symlink():
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and not os.path.islink(path):
                 import shutil
 
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 with contextlib.suppress(OSError):
-                    path.unlink()
-    if os.path.lexists(git_dir / "index.lock"):
+                    os.unlink(path)
+    if os.path.lexists(os.path.join(git_dir, "index.lock")):
         with contextlib.suppress(OSError):
             clear_stale_index_lock(git_dir)
 
 
-def lock_held_message(top: Path, git_dir: Path, waited: float) -> str:
+def lock_held_message(top: AnyPath, git_dir: AnyPath, waited: float) -> str:
     """What git says of a held `index.lock`, with what to do, naming the lock by its repository path."""
-    lock = git_dir / "index.lock"
+    lock = os.path.join(git_dir, "index.lock")
     rel = os.path.relpath(lock, top)
     shown = rel if not rel.startswith(os.pardir) else "index.lock in the repository's git folder"
     return (

@@ -18,7 +18,6 @@ import os
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GitError
@@ -33,6 +32,7 @@ from ..gitvault.git import (
     _stderr,
     find_repository,
     head_commit,
+    read_bytes,
     stored_ref,
 )
 from ..report import Reporter
@@ -140,9 +140,9 @@ def _remotes(settings: dict[str, str]) -> list[str]:
 def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     """Where the sync happens: the vault's repository, its folder in it, the branch, the remote and its
     branch, and whether the vault has changes to commit; a GitError that says what to do otherwise."""
-    repo = _repository_of(Path(config.vault_root))
-    real_vault, real_top = os.path.realpath(config.vault_root), os.path.realpath(repo.top)
-    folder = "" if real_vault == real_top else repo.relpath(Path(config.vault_root))
+    repo = _repository_of(config.vault_dir)
+    real_vault, real_top = os.path.realpath(config.vault_dir), os.path.realpath(repo.top)
+    folder = "" if real_vault == real_top else repo.relpath(config.vault_dir)
     head, branch, pending = _status(repo, folder)
     if branch == "(detached)":
         raise GitError("the vault's git repository is not on a branch (detached HEAD); check out a branch to sync")
@@ -162,8 +162,8 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings, head, pending)
 
 
-def _repository_of(vault: Path) -> Repository:
-    if not vault.is_dir():
+def _repository_of(vault: str) -> Repository:
+    if not os.path.isdir(vault):
         raise GitError("the vault does not exist yet, so there is nothing to sync; write a note first")
     repo = find_repository(vault)
     if repo is None:
@@ -228,9 +228,10 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
     if place.settings.get(f"merge.{DRIVER_NAME}.driver") != command:
         _run(["config", f"merge.{DRIVER_NAME}.name", "amem: append-aware merge of notes"], place.repo.top)
         _run(["config", f"merge.{DRIVER_NAME}.driver", command], place.repo.top)
-    attributes = Path(config.vault_root) / ATTRIBUTES_FILE
+    attributes = os.path.join(config.vault_dir, ATTRIBUTES_FILE)
     try:
-        existing = attributes.read_text(encoding="utf-8")
+        with open(attributes, encoding="utf-8") as handle:
+            existing = handle.read()
     except FileNotFoundError:
         existing = ""
     except (OSError, UnicodeDecodeError) as exc:
@@ -241,7 +242,8 @@ def _set_up_merging(config: Config, place: _Place) -> bool:
     if missing:
         prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
         try:
-            attributes.write_text(prefix + "".join(f"{line}\n" for line in missing), encoding="utf-8")
+            with open(attributes, "w", encoding="utf-8") as handle:
+                handle.write(prefix + "".join(f"{line}\n" for line in missing))
         except OSError as exc:
             raise GitError(f"cannot write the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
         return True
@@ -324,13 +326,13 @@ def _index_follows(
 ) -> None:
     """The user's index takes `commit`'s entries for the vault's paths; everything else in it stays."""
     copy = os.path.join(scratch, "user-index")
-    if index_lock.index.exists():
+    if os.path.exists(index_lock.index):
         import shutil
 
         shutil.copyfile(index_lock.index, copy)
     proc = _run(["reset", "-q", commit, "--", spec], repo.top, env={"GIT_INDEX_FILE": copy}, check=False)
     if proc.returncode == 0:
-        index_lock.publish(Path(copy).read_bytes())
+        index_lock.publish(read_bytes(copy))
     else:
         reporter.warn(
             f"committed {commit[:12]}, but could not update the git index for the vault's files "
@@ -437,7 +439,8 @@ def _write_blobs(repo: Repository, contents: list[bytes], scratch: str) -> list[
     paths = []
     for n, data in enumerate(contents):
         path = os.path.join(scratch, f"blob-{n}")
-        Path(path).write_bytes(data)
+        with open(path, "wb") as handle:
+            handle.write(data)
         paths.append(path)
     proc = _run(["hash-object", "-w", "--no-filters", "--stdin-paths"], repo.top, input="\n".join(paths).encode())
     return proc.stdout.decode("ascii").split()
@@ -756,7 +759,7 @@ def _conflicts(
         folder, name = os.path.split(note)
         original = original_of_copy(name)
         # A conflict copy that arrived (not one whose removal arrived) is a conflict here too.
-        if original is not None and os.path.lexists(Path(config.vault_root, note)):
+        if original is not None and os.path.lexists(os.path.join(config.vault_dir, note)):
             origin = f"{folder}/{original}" if folder else original
             if origin not in conflicts:
                 conflicts.append(origin)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-from pathlib import Path
 
 from ..gitvault.git import Repository, _run
 from ..report import Reporter
@@ -16,15 +15,16 @@ from ..report import Reporter
 DRIVER_NAME = "amem"
 
 
-def _info_attributes(repo: Repository) -> Path:
+def _info_attributes(repo: Repository) -> str:
     """`info/attributes` of the repository (the common git folder's, for a linked work tree)."""
     common = repo.git_dir
     try:
-        text = (repo.git_dir / "commondir").read_text(encoding="utf-8").strip()
-        common = (repo.git_dir / text).resolve()
+        with open(os.path.join(repo.git_dir, "commondir"), encoding="utf-8") as handle:
+            text = handle.read().strip()
+        common = os.path.realpath(os.path.join(repo.git_dir, text))
     except OSError:
         pass
-    return common / "info" / "attributes"
+    return os.path.join(common, "info", "attributes")
 
 
 def _attribute_pattern(folder: str, ext: str) -> str:
@@ -44,7 +44,8 @@ def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]
     or for a plain `git merge`."""
     path = _info_attributes(repo)
     try:
-        existing = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            existing = handle.read()
     except FileNotFoundError:
         existing = ""
     except (OSError, UnicodeDecodeError):
@@ -58,8 +59,9 @@ def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]
     if missing:
         prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
         with contextlib.suppress(OSError):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(prefix + "".join(f"{line}\n" for line in missing), encoding="utf-8")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(prefix + "".join(f"{line}\n" for line in missing))
 
 
 def _merge_routes(text: str, extensions: tuple[str, ...]) -> list[str]:

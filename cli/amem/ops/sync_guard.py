@@ -27,7 +27,6 @@ import fcntl
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..atomicfile import is_temporary
@@ -66,13 +65,13 @@ def planned_move(repo: Repository, head: str | None, new: str) -> Move:
     return move
 
 
-def _candidates(top: Path, move: Move) -> list[str]:
+def _candidates(top: str, move: Move) -> list[str]:
     """The work-tree files the move would touch: each path that exists, the files of a folder standing
     where a file is to be, and a file standing where a folder is to be."""
     found: dict[str, None] = {}
     for rel in move.all:
-        path = top / rel
-        if path.is_dir() and not path.is_symlink():
+        path = os.path.join(top, rel)
+        if os.path.isdir(path) and not os.path.islink(path):
             for folder, _, names in os.walk(path):
                 for name in names:
                     found[os.path.relpath(os.path.join(folder, name), top).replace(os.sep, "/")] = None
@@ -82,8 +81,8 @@ def _candidates(top: Path, move: Move) -> list[str]:
         parts = rel.split("/")[:-1]
         for depth in range(1, len(parts) + 1):
             ancestor = "/".join(parts[:depth])
-            path = top / ancestor
-            if os.path.lexists(path) and (path.is_symlink() or not path.is_dir()):
+            path = os.path.join(top, ancestor)
+            if os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path)):
                 found[ancestor] = None
                 break
     return list(found)
@@ -186,7 +185,7 @@ def note_paths(repo: Repository, folder: str, extensions: tuple[str, ...], move:
     """The absolute paths of the vault's notes among a move's paths (the files writers lock)."""
     prefix = f"{folder}/" if folder else ""
     suffixes = tuple(e.lower() for e in extensions)
-    return [str(repo.top / p) for p in move.all if p.startswith(prefix) and p.lower().endswith(suffixes)]
+    return [os.path.join(repo.top, p) for p in move.all if p.startswith(prefix) and p.lower().endswith(suffixes)]
 
 
 def raise_fd_limit(wanted: int) -> None:
