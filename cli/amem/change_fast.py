@@ -122,9 +122,8 @@ def parse(argv: list[str]) -> Line | None:
 def _configured(line: Line) -> tuple[Config, Reporter]:
     """The config and the reporter, as the root group gives them to a command: the config's warnings are
     said, a vault that cannot be one fails."""
-    from .config import load_config
+    from .config import load_config, vault_problem
     from .errors import ConfigError
-    from .notes.ids import vault_problem
     from .report import StderrReporter, run_reporter
 
     reporter = run_reporter() or StderrReporter()

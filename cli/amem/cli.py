@@ -85,13 +85,11 @@ class AppContext:
         """The config, loaded on first use; a command's own flags (by config key, as load_config takes
         them) go in then, checked with the rest."""
         if self._config is None:
-            from .config import load_config
+            from .config import load_config, vault_problem
 
             config = load_config(config_file=self.config_flag, vault=self.vault_flag, flags=flags)
             for message in config.warnings:
                 self.reporter.warn(message)
-            from .notes.ids import vault_problem
-
             problem = vault_problem(config)
             current = click.get_current_context(silent=True)
             if problem and (current is None or current.command.name != "info"):  # info reports it instead

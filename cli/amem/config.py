@@ -8,13 +8,13 @@ import os
 import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Mapping
-from datetime import UTC, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .digest import sha1_hex
 from .errors import AmemError, ConfigError, UsageError
 
 if TYPE_CHECKING:
+    from datetime import tzinfo  # loaded by the commands that tell times (a sync, a read need not)
     from pathlib import Path
 
 #: The names of the watcher's sinks, in the order of the registry `amem.watcher.sinks.SINKS`. Repeated here
@@ -87,7 +87,7 @@ class Config(NamedTuple):
     warnings: tuple[str, ...]
 
     @property
-    def tz(self) -> tzinfo | None:
+    def tz(self) -> "tzinfo | None":
         """The configured zone, or None for the system's local zone (DST-aware through astimezone())."""
         return parse_timezone(self.timezone_name, "timezone", "<config>") if self.timezone_name else None
 
@@ -216,7 +216,29 @@ def find_project_root(cwd: str) -> str:
         folder = parent
 
 
-def parse_timezone(value: str, key: str, source: str) -> tzinfo:
+def vault_problem(config: Config) -> str | None:
+    """Why the configured vault cannot be a vault (its path is a file, or runs through one), else None.
+    Named by its last segment and where it is set, never by its host path."""
+    vault_root = config.vault_dir
+    try:
+        os.stat(vault_root)
+    except OSError as exc:
+        if exc.errno != errno.ENOTDIR:
+            return None  # missing (the first write creates it) or unreadable (each command says so)
+        what = "a folder on its path is a file"
+    else:
+        if os.path.isdir(vault_root):
+            return None
+        what = "it is a file, not a folder"
+    from .output import quote
+
+    name = quote(os.path.basename(vault_root))
+    return f"the vault {name} cannot be used: {what} (set by --vault, AMEM_VAULT or vaultRoot)"
+
+
+def parse_timezone(value: str, key: str, source: str) -> "tzinfo":
+    from datetime import UTC, timedelta, timezone
+
     text = value.strip()
     if text.upper() in ("Z", "UTC"):
         return UTC

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .config import Config
-from .notes.ids import is_inside, vault_problem
+from .config import Config, vault_problem
+from .notes.ids import is_inside
 
 if TYPE_CHECKING:
     from .shapes import InfoResult, Mismatch

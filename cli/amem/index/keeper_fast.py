@@ -155,8 +155,7 @@ def _in_process(
     if run_here is None or op not in IN_PROCESS:
         return None
     from .. import interrupt
-    from ..config import load_config
-    from ..notes.ids import vault_problem
+    from ..config import load_config, vault_problem
     from ..output import one_line
     from ..report import StderrReporter
     from . import keeper_ask

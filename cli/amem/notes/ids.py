@@ -207,26 +207,6 @@ def _refuse_special(path: str, note_id: str) -> None:
         raise InvalidId(f"cannot use note {quote(note_id)}: {NotARegularFile(mode).strerror}")
 
 
-def vault_problem(config: Config) -> str | None:
-    """Why the configured vault cannot be a vault (its path is a file, or runs through one), else None.
-    Named by its last segment and where it is set, never by its host path."""
-    import errno
-
-    vault_root = config.vault_dir
-    try:
-        os.stat(vault_root)
-    except OSError as exc:
-        if exc.errno != errno.ENOTDIR:
-            return None  # missing (the first write creates it) or unreadable (each command says so)
-        what = "a folder on its path is a file"
-    else:
-        if os.path.isdir(vault_root):
-            return None
-        what = "it is a file, not a folder"
-    name = quote(os.path.basename(vault_root))
-    return f"the vault {name} cannot be used: {what} (set by --vault, AMEM_VAULT or vaultRoot)"
-
-
 def resolve_note(config: Config, raw_id: str) -> NoteRef:
     """Validate `raw_id` against the vault of `config`; refuse anything that escapes, lexically or by symlink."""
     vault_root = config.vault_dir
