@@ -325,6 +325,36 @@ def test_a_lock_amem_cannot_prove_its_own_is_reported_as_git_does(remote: Path, 
     assert sync(b)["pushed"] == ["x.md"]
 
 
+@pytest.mark.parametrize("what", ["file", "symlink"])
+def test_something_else_in_place_of_amems_git_folder_is_a_git_error_and_loses_nothing(
+    remote: Path, tmp_path: Path, what: str
+) -> None:
+    """`.git/amem` (amem's scratch folder) taken by a file or a symlink: a clear git error that names it,
+    the note's change still there to commit, and the next sync, once it is gone, pushes it."""
+    _, b = two_clones(remote, tmp_path)
+    folder = b / ".git" / "amem"
+    if folder.exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    if what == "file":
+        folder.write_text("not a folder\n")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        folder.symlink_to(tmp_path / "elsewhere" / "missing")
+    append(b, "x", "hello")
+
+    proc = amem(b, "sync")
+
+    assert proc.returncode == 6, proc.stderr
+    message = error_of(proc)["message"]
+    assert "amem" in message and "remove" in message and "Traceback" not in proc.stderr
+    assert str(tmp_path) not in proc.stderr
+    assert "hello" in (b / "x.md").read_text() and "x.md" not in remote_files(remote)
+    folder.unlink()
+    assert sync(b)["pushed"] == ["x.md"]
+
+
 # --- 6. syncs beside writes ---------------------------------------------------------------------------
 
 WRITER = """

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..atomicfile import process_alive
+from ..errors import GitError
 
 if TYPE_CHECKING:
     from .git import AnyPath
@@ -28,12 +29,19 @@ _LEFTOVER = r"^(?:scratch|lock)-(?P<pid>\d+)-[0-9a-f]+$"
 
 
 def private_folder(git_dir: AnyPath) -> str:
+    """`<git dir>/amem/`, made if missing; a GitError that says what to do when something else (a file, a
+    symlink) stands in its place or it cannot be made."""
     folder = os.path.join(git_dir, FOLDER)
     try:
         os.mkdir(folder, 0o700)
     except FileExistsError:
-        if not os.path.isdir(folder):
-            raise
+        if os.path.islink(folder) or not os.path.isdir(folder):
+            raise GitError(
+                f"the git folder's {FOLDER}/, where amem keeps its scratch files, is not a folder; "
+                f"remove {FOLDER} from the repository's git folder and try again"
+            ) from None
+    except OSError as exc:
+        raise GitError(f"cannot make amem's {FOLDER}/ folder in the repository's git folder: {exc.strerror}") from None
     return folder
 
 
@@ -42,7 +50,10 @@ def scratch_folder(git_dir: AnyPath) -> Iterator[str]:
     """A private folder for one step's temporary indexes and blobs, removed afterwards (or, when this process
     is killed, by the next sync's `clear_leftovers`)."""
     path = os.path.join(private_folder(git_dir), f"scratch-{os.getpid()}-{os.urandom(4).hex()}")
-    os.mkdir(path, 0o700)
+    try:
+        os.mkdir(path, 0o700)
+    except OSError as exc:
+        raise GitError(f"cannot make a scratch folder in the git folder's {FOLDER}/: {exc.strerror}") from None
     try:
         yield path
     finally:
