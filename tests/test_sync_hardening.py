@@ -202,6 +202,39 @@ def test_a_remote_gitattributes_routing_notes_to_union_still_reports_the_conflic
     assert "merge=amem" in (b / ".git" / "info" / "attributes").read_text()
 
 
+@pytest.mark.parametrize("target", ["outside", "dangling", "folder"])
+def test_a_remote_gitattributes_that_is_a_symlink_or_a_folder_is_never_read_or_written_through(
+    remote: Path, tmp_path: Path, target: str
+) -> None:
+    """A remote commits `.gitattributes` as a symlink leading out of the vault (or nowhere), or as a folder:
+    the syncs that pull it and come after it leave what it leads to byte for byte, warn, and go on syncing;
+    notes still merge by amem's rules."""
+    a, b = two_clones(remote, tmp_path)
+    sync(a)  # what b's first sync pushed
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious\n")
+    (a / ".gitattributes").unlink()
+    if target == "folder":
+        (a / ".gitattributes").mkdir()
+        (a / ".gitattributes" / "x").write_text("a file in a folder\n")
+    else:
+        (a / ".gitattributes").symlink_to(outside if target == "outside" else tmp_path / "missing.txt")
+    commit_all(a, "attributes elsewhere")
+    done = subprocess.run(["git", "push", "-q", "origin", "HEAD"], cwd=a, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+    sync(b)  # pulls it
+    append(b, "after", "a note written after the pull")
+    proc = amem(b, "sync")
+
+    assert outside.read_text() == "precious\n" and not (tmp_path / "missing.txt").exists()
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["pushed"] == ["after.md"]
+    assert ".gitattributes is a symlink or not a file" in proc.stderr
+    assert "merge=amem" in (b / ".git" / "info" / "attributes").read_text()
+    assert git(b, "status", "--porcelain") == ""
+
+
 # --- 5. a SIGKILLed sync ------------------------------------------------------------------------------
 
 

@@ -36,14 +36,13 @@ from ..gitvault.git import (
     stored_ref,
 )
 from ..report import Reporter
-from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes
+from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes, route_vault_notes
 
 if TYPE_CHECKING:
     from ..config import Config
 
 #: How often to integrate again when the remote moved between our fetch and our push.
 PUSH_ATTEMPTS = 5
-ATTRIBUTES_FILE = ".gitattributes"
 
 
 # Plain classes rather than dataclasses or NamedTuples: a sync would pay for defining them.
@@ -220,34 +219,17 @@ def driver_command() -> str:
     return f"{shlex.quote(sys.executable)} -m amem.gitvault.merge %O %A %B %L %P"
 
 
-def _set_up_merging(config: Config, place: _Place) -> bool:
+def _set_up_merging(config: Config, place: _Place, reporter: Reporter) -> bool:
     """Register the note merge driver in the repository config and for the vault's notes in `.gitattributes`;
-    True when `.gitattributes` had to be written."""
+    True when `.gitattributes` had to be written. A `.gitattributes` that is a symlink or no file at all (a
+    remote can commit one that leads anywhere) is neither read nor written through: the notes merge by
+    amem's rules all the same, routed by the repository's `info/attributes`."""
     command = driver_command()
     force_note_driver(place.repo, place.folder, config.extensions)
     if place.settings.get(f"merge.{DRIVER_NAME}.driver") != command:
         _run(["config", f"merge.{DRIVER_NAME}.name", "amem: append-aware merge of notes"], place.repo.top)
         _run(["config", f"merge.{DRIVER_NAME}.driver", command], place.repo.top)
-    attributes = os.path.join(config.vault_dir, ATTRIBUTES_FILE)
-    try:
-        with open(attributes, encoding="utf-8") as handle:
-            existing = handle.read()
-    except FileNotFoundError:
-        existing = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GitError(f"cannot read the vault's {ATTRIBUTES_FILE}: {getattr(exc, 'strerror', None) or exc}") from None
-    present = {line.strip() for line in existing.splitlines()}
-    wanted = [f"*{ext} merge={DRIVER_NAME}" for ext in config.extensions]
-    missing = [line for line in wanted if line not in present]
-    if missing:
-        prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
-        try:
-            with open(attributes, "w", encoding="utf-8") as handle:
-                handle.write(prefix + "".join(f"{line}\n" for line in missing))
-        except OSError as exc:
-            raise GitError(f"cannot write the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
-        return True
-    return False
+    return route_vault_notes(config.vault_dir, config.extensions, reporter)
 
 
 # --- committing the vault's pending changes ---------------------------------------------------------
@@ -693,7 +675,7 @@ def sync_vault(
     from ..gitvault.gitlocal import clear_leftovers
 
     clear_leftovers(repo.git_dir)
-    wrote_attributes = _set_up_merging(config, place)
+    wrote_attributes = _set_up_merging(config, place, reporter)
     made = _commit_pending(place, reporter, place.pending or wrote_attributes)
     if made is not None:
         outcome.commit = made

@@ -1,7 +1,8 @@
 """Notes merge by amem's rules whatever a `.gitattributes` from elsewhere says: sync routes the vault's notes
 to amem's driver in `info/attributes` (which outranks every `.gitattributes` in the tree), and warns when the
 pulled changes bring a `.gitattributes` that would route notes to another merge (`*.md merge=union` would
-interleave two overwrites silently)."""
+interleave two overwrites silently). The vault's own `.gitattributes` routes them too, for other clones;
+one that is a symlink or no file is left alone, never read or written through."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import contextlib
 import fnmatch
 import os
 
+from ..errors import GitError
 from ..gitvault.git import Repository, _run
 from ..report import Reporter
 
 DRIVER_NAME = "amem"
+#: The vault's own attributes file, committed so that other clones and plain git merges route notes too.
+ATTRIBUTES_FILE = ".gitattributes"
 
 
 def _info_attributes(repo: Repository) -> str:
@@ -62,6 +66,61 @@ def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(prefix + "".join(f"{line}\n" for line in missing))
+
+
+def route_vault_notes(vault: str, extensions: tuple[str, ...], reporter: Reporter) -> bool:
+    """Route the notes to amem's driver in the vault's `.gitattributes` too; True when it had to be written.
+    One that is a symlink or no file at all (a remote can commit one that leads anywhere) is neither read nor
+    written through, with a warning: `force_note_driver` routes the notes all the same."""
+    attributes = os.path.join(vault, ATTRIBUTES_FILE)
+    existing = _vault_attributes(attributes)
+    if existing is None:
+        reporter.warn(
+            f"the vault's {ATTRIBUTES_FILE} is a symlink or not a file: amem leaves it as it is (its notes still"
+            " merge by amem's rules, through the repository's info/attributes)"
+        )
+        return False
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [line for line in (f"*{ext} merge={DRIVER_NAME}" for ext in extensions) if line not in present]
+    if not missing:
+        return False
+    from ..atomicfile import atomic_replace
+
+    prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
+    text = prefix + "".join(f"{line}\n" for line in missing)
+    try:  # a new file renamed over the old one (with its mode): never written through a symlink put there
+        try:
+            mode: int | None = os.lstat(attributes).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
+        atomic_replace(attributes, text.encode("utf-8"), mode)
+    except OSError as exc:
+        raise GitError(f"cannot write the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
+    return True
+
+
+def _vault_attributes(path: str) -> str | None:
+    """The text of the vault's `.gitattributes` ("" when there is none), None when a symlink, a folder or
+    any other non-file stands there. Opened without following a symlink and without blocking on a FIFO."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        if os.path.islink(path):
+            return None  # O_NOFOLLOW refused it
+        raise GitError(f"cannot read the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            return handle.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "it is not UTF-8"
+            raise GitError(f"cannot read the vault's {ATTRIBUTES_FILE}: {reason}") from None
 
 
 def _merge_routes(text: str, extensions: tuple[str, ...]) -> list[str]:
