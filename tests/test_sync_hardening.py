@@ -235,6 +235,33 @@ def test_a_remote_gitattributes_that_is_a_symlink_or_a_folder_is_never_read_or_w
     assert git(b, "status", "--porcelain") == ""
 
 
+def test_notes_a_remotes_gitignore_hides_are_named_by_every_sync_and_kept(remote: Path, tmp_path: Path) -> None:
+    """A `.gitignore` from elsewhere that ignores notes would stop them syncing without a word: each sync
+    names the vault's notes git ignores (they stay on this machine), and says nothing once none is."""
+    a, b = two_clones(remote, tmp_path)
+    sync(a)
+    (a / ".gitignore").write_text("*.md\n")
+    commit_all(a, "ignore the notes")
+    done = subprocess.run(["git", "push", "-q", "origin", "HEAD"], cwd=a, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    sync(b)  # pulls the .gitignore
+    append(b, "idea", "written after the pull")
+    append(b, "plans/next", "and another")
+
+    proc = amem(b, "sync")
+
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["pushed"] == []  # git ignores them: not committed, not pushed
+    assert "2 notes of the vault git ignores" in proc.stderr
+    assert "idea.md" in proc.stderr and "plans/next.md" in proc.stderr and "seed.md" not in proc.stderr
+    assert "written after the pull" in (b / "idea.md").read_text()  # kept here
+    (b / ".gitignore").write_text("")
+    proc = amem(b, "sync")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(proc.stdout)["pushed"]) == ["idea.md", "plans/next.md"]
+    assert "git ignores" not in proc.stderr
+
+
 # --- 5. a SIGKILLed sync ------------------------------------------------------------------------------
 
 

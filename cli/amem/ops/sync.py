@@ -69,7 +69,10 @@ class _Place:
     """Where the vault is in its repository and what it syncs with. (Plain classes rather than NamedTuples:
     an idle sync would pay for defining each.)"""
 
-    __slots__ = ("repo", "folder", "branch", "remote", "remote_ref", "tracking_ref", "settings", "head", "pending")
+    __slots__ = (
+        *("repo", "folder", "branch", "remote", "remote_ref", "tracking_ref", "settings", "head", "pending"),
+        "ignored",
+    )
 
     def __init__(
         self,
@@ -82,6 +85,7 @@ class _Place:
         settings: dict[str, str],
         head: str | None = None,
         pending: bool = False,
+        ignored: tuple[str, ...] = (),
     ) -> None:
         self.repo = repo
         #: The vault's folder relative to the repository's top ('' when the vault is the whole repository).
@@ -96,6 +100,8 @@ class _Place:
         #: files had changes to commit.
         self.head = head
         self.pending = pending
+        #: the vault's notes that git ignores (repository paths): never committed, so never synced
+        self.ignored = ignored
 
     @property
     def pathspec(self) -> str:
@@ -142,7 +148,7 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     repo = _repository_of(config.vault_dir)
     real_vault, real_top = os.path.realpath(config.vault_dir), os.path.realpath(repo.top)
     folder = "" if real_vault == real_top else repo.relpath(config.vault_dir)
-    head, branch, pending = _status(repo, folder)
+    head, branch, pending, ignored = _status(repo, folder, config.extensions)
     if branch == "(detached)":
         raise GitError("the vault's git repository is not on a branch (detached HEAD); check out a branch to sync")
     if folder and not whole_repo:
@@ -158,7 +164,7 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     tracked_remote = _setting(settings, "branch", branch, "remote")
     remote_ref = merge if merge and tracked_remote == chosen else f"refs/heads/{branch}"
     tracking_ref = f"refs/remotes/{chosen}/{remote_ref.removeprefix('refs/heads/')}"
-    return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings, head, pending)
+    return _Place(repo, folder, branch, chosen, remote_ref, tracking_ref, settings, head, pending, ignored)
 
 
 def _repository_of(vault: str) -> Repository:
@@ -173,24 +179,34 @@ def _repository_of(vault: str) -> Repository:
     return repo
 
 
-def _status(repo: Repository, folder: str) -> tuple[str | None, str, bool]:
-    """HEAD's commit (None before the first), the branch (`(detached)` when none), and whether the vault's
-    files have changes: one `git status` call says all three."""
+def _status(
+    repo: Repository, folder: str, extensions: tuple[str, ...]
+) -> tuple[str | None, str, bool, tuple[str, ...]]:
+    """HEAD's commit (None before the first), the branch (`(detached)` when none), whether the vault's
+    files have changes, and the vault's notes that git ignores: one `git status` call says all four."""
     status = _run(
-        ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--", folder or "."], repo.top
+        ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignored=traditional"]
+        + ["--", folder or "."],
+        repo.top,
     )
     head: str | None = None
     branch = "(detached)"
     pending = False
+    ignored: list[str] = []
+    suffixes = tuple(ext.lower() for ext in extensions)
     for item in status.stdout.split(b"\0"):
         if item.startswith(b"# branch.oid "):
             oid = item[len(b"# branch.oid ") :].decode("ascii")
             head = None if oid == "(initial)" else oid
         elif item.startswith(b"# branch.head "):
             branch = os.fsdecode(item[len(b"# branch.head ") :])
+        elif item.startswith(b"! "):
+            path = os.fsdecode(item[2:])
+            if path.lower().endswith(suffixes):
+                ignored.append(path)
         elif item and not item.startswith(b"#"):
             pending = True
-    return head, branch, pending
+    return head, branch, pending, tuple(ignored)
 
 
 def _chosen_remote(settings: dict[str, str], branch: str, remote: str | None) -> str:
@@ -665,6 +681,18 @@ def _refusal(place: _Place, paths: list[str]) -> str:
     )
 
 
+def _ignored_message(place: _Place) -> str:
+    """What a sync says of the vault's notes that git ignores: they stay on this machine."""
+    prefix = f"{place.folder}/" if place.folder else ""
+    names = [path.removeprefix(prefix) for path in place.ignored]
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    count = f"{len(names)} note{'s' if len(names) > 1 else ''}"
+    return (
+        f"{count} of the vault git ignores, so sync leaves {'them' if len(names) > 1 else 'it'} on this machine:"
+        f" {shown} (a .gitignore, .git/info/exclude or core.excludesFile names {'them' if len(names) > 1 else 'it'})"
+    )
+
+
 def sync_vault(
     config: Config, *, remote: str | None = None, push: bool = True, whole_repo: bool = False, reporter: Reporter
 ) -> SyncOutcome:
@@ -675,6 +703,8 @@ def sync_vault(
     from ..gitvault.gitlocal import clear_leftovers
 
     clear_leftovers(repo.git_dir)
+    if place.ignored:
+        reporter.warn(_ignored_message(place))
     wrote_attributes = _set_up_merging(config, place, reporter)
     made = _commit_pending(place, reporter, place.pending or wrote_attributes)
     if made is not None:
