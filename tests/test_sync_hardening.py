@@ -252,7 +252,7 @@ def test_notes_a_remotes_gitignore_hides_are_named_by_every_sync_and_kept(remote
 
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["pushed"] == []  # git ignores them: not committed, not pushed
-    assert "2 notes of the vault git ignores" in proc.stderr
+    assert "git ignores notes of the vault, so sync leaves them on this machine: " in proc.stderr
     assert "idea.md" in proc.stderr and "plans/next.md" in proc.stderr and "seed.md" not in proc.stderr
     assert "written after the pull" in (b / "idea.md").read_text()  # kept here
     (b / ".gitignore").write_text("")
@@ -260,6 +260,29 @@ def test_notes_a_remotes_gitignore_hides_are_named_by_every_sync_and_kept(remote
     assert proc.returncode == 0, proc.stderr
     assert sorted(json.loads(proc.stdout)["pushed"]) == ["idea.md", "plans/next.md"]
     assert "git ignores" not in proc.stderr
+
+
+def test_an_ignored_folder_is_named_when_it_holds_a_note_and_never_walked_whole(remote: Path, tmp_path: Path) -> None:
+    """Folders git ignores are named when a note lies in them; one of other files only (a build's output)
+    is not, and a sync looks at no more than NOTE_SEARCH_ENTRIES of its entries."""
+    from amem.ops.sync_guard import NOTE_SEARCH_ENTRIES
+
+    _, b = two_clones(remote, tmp_path)
+    with open(b / ".git" / "info" / "exclude", "a") as handle:
+        handle.write("drafts/\nbuild/\nnode_modules/\n")
+    append(b, "drafts/deep/idea", "an ignored draft")
+    (b / "build" / "deep").mkdir(parents=True)
+    (b / "build" / "deep" / "late.md").write_text("# beyond what a sync looks at\n")
+    for n in range(NOTE_SEARCH_ENTRIES):  # the folder's own entries exhaust the search before it goes deeper
+        (b / "build" / f"{n:04}.js").write_text("")
+    (b / "node_modules" / "pkg").mkdir(parents=True)
+    (b / "node_modules" / "pkg" / "README.md").write_text("# a package's readme, never a note\n")
+
+    proc = amem(b, "sync")
+
+    assert proc.returncode == 0, proc.stderr
+    assert "on this machine: drafts/ (" in proc.stderr
+    assert "build/" not in proc.stderr and "node_modules" not in proc.stderr
 
 
 # --- 5. a SIGKILLed sync ------------------------------------------------------------------------------

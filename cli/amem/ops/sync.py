@@ -149,6 +149,10 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     real_vault, real_top = os.path.realpath(config.vault_dir), os.path.realpath(repo.top)
     folder = "" if real_vault == real_top else repo.relpath(config.vault_dir)
     head, branch, pending, ignored = _status(repo, folder, config.extensions)
+    if any(path.endswith("/") for path in ignored):
+        from .sync_guard import holding_notes
+
+        ignored = holding_notes(repo.top, folder, ignored, config.extensions, config.index_hidden_dirs)
     if branch == "(detached)":
         raise GitError("the vault's git repository is not on a branch (detached HEAD); check out a branch to sync")
     if folder and not whole_repo:
@@ -183,9 +187,10 @@ def _status(
     repo: Repository, folder: str, extensions: tuple[str, ...]
 ) -> tuple[str | None, str, bool, tuple[str, ...]]:
     """HEAD's commit (None before the first), the branch (`(detached)` when none), whether the vault's
-    files have changes, and the vault's notes that git ignores: one `git status` call says all four."""
+    files have changes, and the vault's notes and folders that git ignores (a folder as `name/`, its files
+    unlisted: git does not walk an ignored folder, however large): one `git status` call says all four."""
     status = _run(
-        ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignored=traditional"]
+        ["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignored=matching"]
         + ["--", folder or "."],
         repo.top,
     )
@@ -202,7 +207,7 @@ def _status(
             branch = os.fsdecode(item[len(b"# branch.head ") :])
         elif item.startswith(b"! "):
             path = os.fsdecode(item[2:])
-            if path.lower().endswith(suffixes):
+            if path.endswith("/") or path.lower().endswith(suffixes):
                 ignored.append(path)
         elif item and not item.startswith(b"#"):
             pending = True
@@ -682,14 +687,13 @@ def _refusal(place: _Place, paths: list[str]) -> str:
 
 
 def _ignored_message(place: _Place) -> str:
-    """What a sync says of the vault's notes that git ignores: they stay on this machine."""
+    """What a sync says of the vault's notes that git ignores (a folder: the notes in it): they stay here."""
     prefix = f"{place.folder}/" if place.folder else ""
     names = [path.removeprefix(prefix) for path in place.ignored]
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    count = f"{len(names)} note{'s' if len(names) > 1 else ''}"
     return (
-        f"{count} of the vault git ignores, so sync leaves {'them' if len(names) > 1 else 'it'} on this machine:"
-        f" {shown} (a .gitignore, .git/info/exclude or core.excludesFile names {'them' if len(names) > 1 else 'it'})"
+        f"git ignores notes of the vault, so sync leaves them on this machine: {shown} (a .gitignore,"
+        " .git/info/exclude or core.excludesFile names them)"
     )
 
 

@@ -202,3 +202,47 @@ def raise_fd_limit(wanted: int) -> None:
             )
     except (ImportError, ValueError, OSError):
         pass
+
+
+#: Entries a sync looks at in one ignored folder for a note before it gives up (a folder git ignores may
+#: be a build's output or a package cache: a sync must not walk it whole).
+NOTE_SEARCH_ENTRIES = 512
+
+
+def holding_notes(
+    top: str, folder: str, ignored: tuple[str, ...], extensions: tuple[str, ...], hidden: bool
+) -> tuple[str, ...]:
+    """Of the paths git ignores (`git status --ignored=matching`, from the top of the repository: files, and
+    folders as `name/`), the notes and the folders in which a note lies, found as the index finds notes in
+    the vault's `folder` (no dot-folder unless `hidden`, never `.git`, `node_modules`, `.obsidian`), within
+    NOTE_SEARCH_ENTRIES entries of each folder."""
+    from ..notes.ids import NEVER_INDEXED
+
+    suffixes = tuple(ext.lower() for ext in extensions)
+    prefix = f"{folder}/" if folder else ""
+
+    def skipped(name: str) -> bool:
+        return name in NEVER_INDEXED or (name.startswith(".") and not hidden)
+
+    def holds_a_note(where: str) -> bool:
+        budget, stack = NOTE_SEARCH_ENTRIES, [where]
+        while stack:
+            with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    budget -= 1
+                    if budget < 0:
+                        return False
+                    if entry.is_dir(follow_symlinks=False):
+                        if not skipped(entry.name):
+                            stack.append(entry.path)
+                    elif entry.name.lower().endswith(suffixes) and entry.is_file(follow_symlinks=False):
+                        return True
+        return False
+
+    def kept(path: str) -> bool:
+        if not path.endswith("/"):
+            return True
+        parts = path.removeprefix(prefix).rstrip("/").split("/")
+        return not any(skipped(part) for part in parts) and holds_a_note(os.path.join(top, path))
+
+    return tuple(path for path in ignored if kept(path))
