@@ -216,13 +216,15 @@ def holding_notes(
     folders as `name/`), the notes and the folders in which a note lies, found as the index finds notes in
     the vault's `folder` (no dot-folder unless `hidden`, never `.git`, `node_modules`, `.obsidian`), within
     NOTE_SEARCH_ENTRIES entries of each folder."""
-    from ..notes.ids import NEVER_INDEXED
-
     suffixes = tuple(ext.lower() for ext in extensions)
     prefix = f"{folder}/" if folder else ""
 
     def skipped(name: str) -> bool:
-        return name in NEVER_INDEXED or (name.startswith(".") and not hidden)
+        if name.startswith(".") and not hidden:
+            return True  # the usual one (`.obsidian/`), told without loading the note model
+        from ..notes.ids import NEVER_INDEXED
+
+        return name in NEVER_INDEXED
 
     def holds_a_note(where: str) -> bool:
         budget, stack = NOTE_SEARCH_ENTRIES, [where]
