@@ -190,6 +190,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["sync"],
         GIT_PROCESS | {"fcntl", "shlex"},  # no pathlib: an idle sync's git layer holds paths as strings
         frozenset({"amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"})
+        # the notes git ignores, asked when it ignores a folder (the console test's vault ignores .obsidian/)
+        | {"amem.ops.sync_ignored"}
         # the scratch folders a killed sync left, found by the pid in their name (test_sync_processes)
         | {"amem.gitvault.gitlocal", "amem.atomicfile"},
         "amem.ops.sync",
@@ -394,6 +396,9 @@ def test_the_console_scripts_write_and_sync_load_what_the_command_may_without_cl
     write_file(vault / "x.md", "# x\n\nA note.\n")
     if name == "sync":
         _synced_vault(vault)
+        write_file(vault / ".obsidian" / "app.json", "{}\n")  # a folder git ignores, as an Obsidian vault's
+        with open(vault / ".git" / "info" / "exclude", "a") as handle:
+            handle.write(".obsidian/\n")
     else:
         old = time.time() - 3600  # as the command's own test: a vault in use, its index built by a first run
         for path in (vault / "x.md", vault):

@@ -265,7 +265,7 @@ def test_notes_a_remotes_gitignore_hides_are_named_by_every_sync_and_kept(remote
 def test_an_ignored_folder_is_named_when_it_holds_a_note_and_never_walked_whole(remote: Path, tmp_path: Path) -> None:
     """Folders git ignores are named when a note lies in them; one of other files only (a build's output)
     is not, and a sync looks at no more than NOTE_SEARCH_ENTRIES of its entries."""
-    from amem.ops.sync_guard import NOTE_SEARCH_ENTRIES
+    from amem.ops.sync_ignored import NOTE_SEARCH_ENTRIES
 
     _, b = two_clones(remote, tmp_path)
     with open(b / ".git" / "info" / "exclude", "a") as handle:

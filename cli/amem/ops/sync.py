@@ -150,7 +150,7 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     folder = "" if real_vault == real_top else repo.relpath(config.vault_dir)
     head, branch, pending, ignored = _status(repo, folder, config.extensions)
     if any(path.endswith("/") for path in ignored):
-        from .sync_guard import holding_notes
+        from .sync_ignored import holding_notes
 
         ignored = holding_notes(repo.top, folder, ignored, config.extensions, config.index_hidden_dirs)
     if branch == "(detached)":
@@ -686,17 +686,6 @@ def _refusal(place: _Place, paths: list[str]) -> str:
     )
 
 
-def _ignored_message(place: _Place) -> str:
-    """What a sync says of the vault's notes that git ignores (a folder: the notes in it): they stay here."""
-    prefix = f"{place.folder}/" if place.folder else ""
-    names = [path.removeprefix(prefix) for path in place.ignored]
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    return (
-        f"git ignores notes of the vault, so sync leaves them on this machine: {shown} (a .gitignore,"
-        " .git/info/exclude or core.excludesFile names them)"
-    )
-
-
 def sync_vault(
     config: Config, *, remote: str | None = None, push: bool = True, whole_repo: bool = False, reporter: Reporter
 ) -> SyncOutcome:
@@ -708,7 +697,9 @@ def sync_vault(
 
     clear_leftovers(repo.git_dir)
     if place.ignored:
-        reporter.warn(_ignored_message(place))
+        from .sync_ignored import ignored_message
+
+        reporter.warn(ignored_message(place.folder, place.ignored))
     wrote_attributes = _set_up_merging(config, place, reporter)
     made = _commit_pending(place, reporter, place.pending or wrote_attributes)
     if made is not None:
