@@ -101,7 +101,9 @@ def route_vault_notes(vault: str, extensions: tuple[str, ...], reporter: Reporte
 
 def _vault_attributes(path: str) -> str | None:
     """The text of the vault's `.gitattributes` ("" when there is none), None when a symlink, a folder or
-    any other non-file stands there. Opened without following a symlink and without blocking on a FIFO."""
+    any other non-file stands there. Opened without following a symlink and without blocking on a FIFO, as
+    `notes.ids.open_regular` opens a note (which follows symlinks, and would load the note model into
+    every sync)."""
     import stat
 
     try:
