@@ -485,3 +485,55 @@ def test_syncs_beside_writers_on_two_clones_lose_no_write(remote: Path, tmp_path
             missing = [w for w in words if w not in text]
             assert missing == [], (where, missing[:5])
     assert not list(a.glob("*.conflict-*")) and not list(b.glob("*.conflict-*"))
+
+
+def test_a_write_of_info_attributes_that_fails_half_way_leaves_the_users_rules_whole(tmp_path: Path) -> None:
+    """Sync adds amem's line to the repository's own `info/attributes`, which may hold the user's rules: a
+    write that fails part way (the disk full, here a real file-size limit in a real process) leaves the
+    file as it was, never truncated or cut short."""
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    info = repo / ".git" / "info" / "attributes"
+    info.parent.mkdir(exist_ok=True)
+    rules = "".join(f"docs/part-{i:05d}/*.pdf binary\n" for i in range(2000))  # the user's own
+    info.write_text(rules)
+    info.chmod(0o640)
+    script = textwrap.dedent(
+        f"""
+        import resource, signal
+        from amem.gitvault.git import find_repository
+        from amem.ops.sync_attributes import force_note_driver
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({len(rules) + 8}, resource.RLIM_INFINITY))
+        force_note_driver(find_repository({str(repo)!r}), "", (".md",))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr  # sync goes on: its own merges switch the driver in all the same
+    assert info.read_text() == rules
+    assert info.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in info.parent.iterdir()) == ["attributes", "exclude"]  # no temporary left
+    # Without the limit the line is added, and the rules and the file's mode are kept.
+    subprocess.run([sys.executable, "-c", script.replace("resource.setrlimit", "_ = ")], check=True)
+    assert info.read_text() == rules + "*.md merge=amem\n"
+    assert info.stat().st_mode & 0o777 == 0o640
+
+
+def test_info_attributes_kept_behind_the_users_own_symlink_is_written_where_it_leads(tmp_path: Path) -> None:
+    """The repository's git folder is this machine's: an `info/attributes` the user keeps as a symlink (to
+    shared dotfiles) stays a symlink, and the file it leads to gets amem's line."""
+    from amem.gitvault.git import find_repository
+    from amem.ops.sync_attributes import force_note_driver
+
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    shared = tmp_path / "dotfiles-attributes"
+    shared.write_text("*.pdf binary\n")
+    info = repo / ".git" / "info" / "attributes"
+    info.parent.mkdir(exist_ok=True)
+    info.symlink_to(shared)
+
+    force_note_driver(find_repository(repo), "", (".md",))  # type: ignore[arg-type]
+
+    assert info.is_symlink() and shared.read_text() == "*.pdf binary\n*.md merge=amem\n"

@@ -60,12 +60,23 @@ def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]
         for line in (f"{_attribute_pattern(folder, ext)} merge={DRIVER_NAME}" for ext in extensions)
         if line not in present
     ]
-    if missing:
-        prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
-        with contextlib.suppress(OSError):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(prefix + "".join(f"{line}\n" for line in missing))
+    if not missing:
+        return
+    from ..atomicfile import atomic_replace
+
+    prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
+    text = prefix + "".join(f"{line}\n" for line in missing)
+    # The user's own rules may be there: a new file renamed over the old one (with its mode), so a write
+    # that fails half way (a full disk, a kill) leaves them whole. The folder is this machine's, never a
+    # remote's: a symlink the user made there is followed, and its target replaced.
+    target = os.path.realpath(path)
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            mode: int | None = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
+        atomic_replace(target, text.encode("utf-8"), mode)
 
 
 def route_vault_notes(vault: str, extensions: tuple[str, ...], reporter: Reporter) -> bool:
