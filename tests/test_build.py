@@ -225,6 +225,46 @@ def test_a_cold_build_killed_half_way_is_finished_by_the_next_command_as_a_fresh
     assert index_dump(cache) == index_dump(fresh)
 
 
+def test_a_cold_build_killed_in_its_second_pass_is_finished_by_the_next_command_as_a_fresh_build_would_be(
+    vault: Path, tmp_path: Path
+) -> None:
+    """The second pass writes the search rows a few thousand a transaction: killed after one of them, the
+    next command writes the rest (reading those notes again) and the index equals a fresh build's."""
+    from amem.index.batch import COLD_SEARCH_BATCH
+
+    rng = random.Random(11)
+    ids = make_vault(vault, rng, 200)
+    total = COLD_SEARCH_BATCH * 2 + 200  # three transactions of the second pass
+    for i in range(total - len(ids)):
+        write_file(vault / f"bulk/n{i}.md", f"# bulk {i}\nsome [[{rng.choice(ids)[:-3]}]] and [[n{(i * 7) % 900}]]\n")
+    cache = tmp_path / "killed"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "AMEM_VAULT": str(vault)}
+    program = str(amem_bin(tmp_path / "bin") / "amem")
+    proc = subprocess.Popen([program, "index"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    written = left = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list(cache.rglob(INDEX_FILE))
+        if found:
+            try:
+                probe = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True, timeout=1)
+                written, left = probe.execute("SELECT sum(search = 0), sum(search != 0) FROM notes").fetchone()
+                probe.close()
+            except (sqlite3.Error, TypeError):
+                written = left = 0
+            if written and left:
+                break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert written and left, (written, left)  # killed with search rows written and others still to write
+
+    run_amem(tmp_path, vault, cache, "search", "bulk")
+    fresh = tmp_path / "fresh"
+    run_amem(tmp_path, vault, fresh, "index")
+    assert index_dump(cache) == index_dump(fresh)
+
+
 # --- the cold build's resolver -----------------------------------------------------------------------
 
 note_ids = st.lists(

@@ -39,6 +39,11 @@ CREATE TABLE note_headings (note INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KE
 CREATE INDEX note_headings_key ON note_headings (key);
 """
 
+#: What each search table may hold of a transaction's terms before it writes them out as a segment (FTS5's
+#: `hashsize`; its default is 1 MiB): a cold build's second pass writes `batch.COLD_SEARCH_BATCH` rows a
+#: transaction, 2,000 genvault notes in one segment (five with the default); a few notes never come near.
+PENDING_BYTES = 8 << 20
+
 #: Between two values in one field (id and title; the linking ids), so no phrase runs across them:
 #: a term no query can contain (queries are made of letters and digits only).
 SEPARATOR = " \u2063 "
@@ -52,6 +57,12 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"[`*]+|\\(?=[!-/:-@\[-`{-~])")
 #: Between two heading keys in one string (no heading holds a line break).
 KEY_SEPARATOR = "\n"
+
+
+def configure(conn: sqlite3.Connection) -> None:
+    """Set the search tables' options, once, when they are made (FTS5 keeps them in the database)."""
+    for table in ("search_fts", "search_heads"):
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)", (PENDING_BYTES,))
 
 
 def head_text(note_id: str, title: str) -> str:

@@ -208,6 +208,7 @@ class VaultIndex:
                     conn.execute(f'DROP {"VIEW" if kind[0] == "view" else "TABLE"} IF EXISTS "{name}"')
             for statement in statements(TABLES + fts.SCHEMA):
                 conn.execute(statement)
+            fts.configure(conn)
             conn.executemany("INSERT OR IGNORE INTO seen (id, version) VALUES (?, ?)", seen)
             master = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
             conn.executemany(
@@ -559,7 +560,7 @@ class VaultIndex:
         pending = conn.execute("SELECT count(*) FROM notes WHERE search != 0").fetchone()[0]
         if not pending:
             return
-        from .batch import BATCH, _Batch
+        from .batch import _Batch
 
         if work is None:
             work = _Batch(self, VaultScan(), RefreshStats(), bulk=False)
@@ -568,14 +569,14 @@ class VaultIndex:
             while True:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    more = work.search_rows()
+                    written = work.search_rows()
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
-                if not more:
+                if not written:
                     break
-                progress.step(min(BATCH, pending))
+                progress.step(written)
         finally:
             progress.done()
 
