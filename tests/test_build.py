@@ -15,6 +15,7 @@ import subprocess
 import time
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,35 @@ def run_amem(tmp_path: Path, vault: Path, cache: Path, *args: str) -> subprocess
     return done
 
 
+def kill_cold_build(
+    tmp_path: Path, vault: Path, cache: Path, probe_sql: str, ready: Callable[[tuple[Any, ...]], bool]
+) -> tuple[Any, ...]:
+    """Start a cold build (`amem index` into the empty `cache`), read its index with `probe_sql` until
+    `ready` says so of the row, and SIGKILL it then; that row."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "AMEM_VAULT": str(vault)}
+    program = str(amem_bin(tmp_path / "bin") / "amem")
+    proc = subprocess.Popen([program, "index"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    row: tuple[Any, ...] | None = None
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = list(cache.rglob(INDEX_FILE))
+            if found:
+                try:
+                    probe = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True, timeout=1)
+                    row = probe.execute(probe_sql).fetchone()
+                    probe.close()
+                except sqlite3.Error:
+                    row = None  # not made yet, or being made
+                if row is not None and ready(row):
+                    return row
+            time.sleep(0.005)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    raise AssertionError(f"the build ended (or took two minutes) before it could be killed there: {row}")
+
+
 def test_a_cold_build_equals_the_index_built_a_few_notes_at_a_time(vault: Path, tmp_path: Path) -> None:
     rng = random.Random(20261202)
     ids = make_vault(vault, rng, 330)
@@ -189,25 +219,7 @@ def test_a_cold_build_killed_half_way_is_finished_by_the_next_command_as_a_fresh
     for i in range(2600):  # enough notes for the kill to land between two batches of the first pass
         write_file(vault / f"bulk/n{i}.md", f"# bulk {i}\nsome [[{rng.choice(ids)[:-3]}]] and [[n{(i * 7) % 2600}]]\n")
     cache = tmp_path / "killed"
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "AMEM_VAULT": str(vault)}
-    program = str(amem_bin(tmp_path / "bin") / "amem")
-    proc = subprocess.Popen([program, "index"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    done = 0
-    while time.monotonic() < deadline and proc.poll() is None:
-        found = list(cache.rglob(INDEX_FILE))
-        if found:
-            try:
-                probe = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True, timeout=1)
-                done = probe.execute("SELECT count(*) FROM notes").fetchone()[0]
-                probe.close()
-            except sqlite3.Error:
-                done = 0
-            if done >= 400:
-                break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    (done,) = kill_cold_build(tmp_path, vault, cache, "SELECT count(*) FROM notes", lambda row: row[0] >= 400)
     total = len(ids) + 2600
     assert 400 <= done < total, done  # killed in the first pass, with links resolved to notes not stored yet
     # Before the next command: notes the killed build counted on are gone or no longer readable.
@@ -238,26 +250,14 @@ def test_a_cold_build_killed_in_its_second_pass_is_finished_by_the_next_command_
     for i in range(total - len(ids)):
         write_file(vault / f"bulk/n{i}.md", f"# bulk {i}\nsome [[{rng.choice(ids)[:-3]}]] and [[n{(i * 7) % 900}]]\n")
     cache = tmp_path / "killed"
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "AMEM_VAULT": str(vault)}
-    program = str(amem_bin(tmp_path / "bin") / "amem")
-    proc = subprocess.Popen([program, "index"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    written = left = 0
-    while time.monotonic() < deadline and proc.poll() is None:
-        found = list(cache.rglob(INDEX_FILE))
-        if found:
-            try:
-                probe = sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True, timeout=1)
-                written, left = probe.execute("SELECT sum(search = 0), sum(search != 0) FROM notes").fetchone()
-                probe.close()
-            except (sqlite3.Error, TypeError):
-                written = left = 0
-            if written and left:
-                break
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert written and left, (written, left)  # killed with search rows written and others still to write
+    written, left = kill_cold_build(
+        tmp_path,
+        vault,
+        cache,
+        "SELECT total(search = 0), total(search != 0) FROM notes",
+        lambda row: row[0] >= COLD_SEARCH_BATCH and row[1] > 0,
+    )
+    assert written >= COLD_SEARCH_BATCH and left, (written, left)  # a transaction of search rows in, others not
 
     run_amem(tmp_path, vault, cache, "search", "bulk")
     fresh = tmp_path / "fresh"
