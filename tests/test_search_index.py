@@ -459,6 +459,23 @@ def test_a_build_reports_its_progress_to_the_reporter(vault: Path, config: Confi
     assert terms[-1] == ("indexing search terms", 900, 900)  # the rows written, never more than there are
 
 
+def test_a_cold_builds_search_rows_are_written_a_bounded_number_of_bytes_at_a_time(
+    vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second pass holds a transaction's search fields in memory: a vault of big notes writes fewer of
+    them a transaction, so that what it holds stays near `fts.PENDING_BYTES` however big its notes are."""
+    from amem.index import fts
+
+    monkeypatch.setattr(fts, "PENDING_BYTES", 20_000)
+    for i in range(300):
+        write_file(vault / f"n{i}.md", f"# note {i}\n" + "alpha beta gamma delta\n" * 40)  # ~1 KB each
+    reporter = RecordingReporter()
+    assert search(config, "alpha", reporter=reporter)["total"] == 300
+    counts = [count for label, count, _ in reporter.shown if label == "indexing search terms"]
+    steps = [later - earlier for earlier, later in zip([0, *counts], counts, strict=False)]
+    assert counts[-1] == 300 and max(steps) <= 20_000 // 900, steps
+
+
 def test_progress_is_shown_only_on_a_terminal(vault: Path, config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
 
     for i in range(300):

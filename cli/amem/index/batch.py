@@ -28,10 +28,11 @@ if TYPE_CHECKING:
 #: Notes indexed per transaction: small enough that other processes wait a fraction of a second for
 #: the write lock and that an interrupted build keeps nearly all its work, large enough to amortise.
 BATCH = 400
-#: A cold build's second pass writes this many search rows a transaction: FTS5 flushes and merges its
-#: segments at each commit (and whenever its pending terms outgrow `fts.PENDING_BYTES`), so fewer, larger
-#: transactions write fewer segments to merge (10k genvault notes: the pass 1.7 → 1.5 s). A kill loses at
-#: most one such transaction's work: the marks stay for the next refresh.
+#: A cold build's second pass writes this many search rows a transaction (fewer when their notes outgrow
+#: `fts.PENDING_BYTES`: it holds their fields in memory): FTS5 flushes and merges its segments at each
+#: commit (and whenever its pending terms outgrow that buffer), so fewer, larger transactions write fewer
+#: segments to merge (10k genvault notes: the pass 1.7 → 1.5 s). A kill loses at most one such
+#: transaction's work: the marks stay for the next refresh.
 COLD_SEARCH_BATCH = 2000
 #: Link targets whose resolution a cold build remembers (most targets are named by several notes); past
 #: this many the memo starts again, so that its memory stays bounded in any vault.
@@ -428,19 +429,22 @@ class _Batch:
 
         conn = self.conn
         rows = conn.execute(
-            "SELECT rowid, id, title, body_at, search FROM notes WHERE search != 0 ORDER BY search, rowid LIMIT ?",
+            "SELECT rowid, id, title, body_at, search, size FROM notes WHERE search != 0 ORDER BY search, rowid"
+            " LIMIT ?",
             (COLD_SEARCH_BATCH if self.cold else BATCH,),
         ).fetchall()
         if not rows:
             if self.cold:
                 conn.execute("DROP TABLE IF EXISTS temp.kept_search")
             return 0
+        if self.cold:
+            rows = _within_bytes(rows, fts.PENDING_BYTES)
         sources = self._linking_ids([row[1] for row in rows])
         kept = self._kept_search([row[0] for row in rows if row[4] == 1])
         inserts: list[tuple[int, str, str, str, str]] = []
         headings: list[tuple[int, str]] = []
         relinks: list[tuple[str, int]] = []
-        for rowid, note_id, title, body_at, state in rows:
+        for rowid, note_id, title, body_at, state, _ in rows:
             links = fts.links_text(sources.get(note_id, ()))
             if state == 2:
                 relinks.append((links, rowid))
@@ -484,6 +488,18 @@ class _Batch:
             if src != target:
                 found.setdefault(target, []).append(src)
         return found
+
+
+def _within_bytes(rows: list[Any], budget: int) -> list[Any]:
+    """The first of `rows` (whose last column is the note's size in bytes) whose sizes sum to at most
+    `budget`, and always the first: a cold build's search fields held at once stay near the budget, however
+    big the notes."""
+    total = 0
+    for count, row in enumerate(rows):
+        total += row[-1]
+        if total > budget and count:
+            return rows[:count]
+    return rows
 
 
 def _target_keys(target: str) -> tuple[str, str]:

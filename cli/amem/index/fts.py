@@ -40,8 +40,9 @@ CREATE INDEX note_headings_key ON note_headings (key);
 """
 
 #: What each search table may hold of a transaction's terms before it writes them out as a segment (FTS5's
-#: `hashsize`; its default is 1 MiB): a cold build's second pass writes `batch.COLD_SEARCH_BATCH` rows a
-#: transaction, 2,000 genvault notes in one segment (five with the default); a few notes never come near.
+#: `hashsize`; its default is 1 MiB): a cold build's second pass writes up to `batch.COLD_SEARCH_BATCH`
+#: rows a transaction, notes of at most this many bytes together, so 2,000 genvault notes (5 MB) make one
+#: segment (five with the default); a few notes never come near.
 PENDING_BYTES = 8 << 20
 
 #: Between two values in one field (id and title; the linking ids), so no phrase runs across them:
