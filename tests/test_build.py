@@ -67,6 +67,33 @@ def test_a_field_gets_the_terms_it_got_before_the_one_pass_tokenizer(text: str) 
     assert field_text(text) == field_text(text)  # the second time from the per-run cache
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(ALPHABET), st.sampled_from(WORDS)), max_size=80).map("".join),
+    st.integers(1, 12),
+)
+def test_a_long_field_is_tokenized_a_slice_at_a_time_into_the_same_terms(text: str, size: int) -> None:
+    """A field longer than a slice is folded and split a slice at a time, each cut after a line break or a
+    space (a note of hundreds of megabytes would otherwise hold a list of every word at once): the terms
+    are those of the whole."""
+    assert tokenize.sliced_field_text(text, size) == reference_field_text(text)
+
+
+def test_a_note_of_many_megabytes_is_tokenized_without_holding_every_word_at_once() -> None:
+    import tracemalloc
+
+    text = "auth token, word [[a]]\n" * 400_000  # 9.6 MB, 1.6 million words
+    tracemalloc.start()
+    try:
+        terms = field_text(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert terms == reference_field_text(text)
+    # The text folded, its terms and their join; a list of every word would be some 100 MB more.
+    assert peak < 5 * len(text), peak
+
+
 # --- a cold build by the installed amem --------------------------------------------------------------
 
 #: Base names shared by notes in several folders, so that links resolve by the resolver's ranking.
