@@ -23,6 +23,7 @@ deleted with the note's search row.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import sqlite3
@@ -61,9 +62,11 @@ KEY_SEPARATOR = "\n"
 
 
 def configure(conn: sqlite3.Connection) -> None:
-    """Set the search tables' options, once, when they are made (FTS5 keeps them in the database)."""
+    """Set the search tables' options, once, when they are made (FTS5 keeps them in the database). Only
+    speed hangs on them: an SQLite whose FTS5 refused one would build the same index with its default."""
     for table in ("search_fts", "search_heads"):
-        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)", (PENDING_BYTES,))
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('hashsize', ?)", (PENDING_BYTES,))
 
 
 def head_text(note_id: str, title: str) -> str:
