@@ -598,3 +598,37 @@ def test_a_plain_question_finds_its_note_and_counts_only_real_matches(vault: Pat
     assert sorted(ids(result)) == ["attach.md", "embed-files.md"] and result["total"] == 2
     assert ids(search(config, "linking"))[0] == "links.md"  # linking / links / link meet
     assert search(config, "at")["total"] == 6  # alone, a stop word matches exactly: no "attachment"
+
+
+SNIPPET_ALPHABET = ["auth", "Auth", "ＡＵＴＨ", "authentication", "token", "word", " ", "\n", "---\n", "x: 1\n"]
+SNIPPET_ALPHABET += ["认证", "书", "é", "\u0301", "_", "\ufeff"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.tuples(
+        st.sampled_from(["", "---\n", "\ufeff---\n"]),  # a frontmatter opened, closed or not within the start
+        st.lists(st.sampled_from(SNIPPET_ALPHABET), min_size=30, max_size=150).map("".join),
+    ).map("".join),
+    st.sampled_from(["auth", "authentication", "token", "认证", "认证 证书", "missing"]),
+    st.integers(8, 80),
+)
+def test_a_long_notes_snippet_read_from_its_start_is_the_whole_notes(
+    tmp_path_factory: pytest.TempPathFactory, text: str, word: str, size: int
+) -> None:
+    """A hit's snippet reads a long note's first characters only, and the rest only when they do not settle
+    it (its first match near or past them, no match, a frontmatter not closed there): the snippet is the one
+    the whole note gives."""
+    from amem.index import search as searching
+    from amem.index.tokenize import Query
+
+    vault = tmp_path_factory.mktemp("snippet")
+    (vault / "n.md").write_text(text, encoding="utf-8")
+    readable = searching._Readable(vault)
+    pattern = Query(f"{word} other").pattern()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(searching, "SNIPPET_CHARS", 12)  # excerpts the size of these texts
+        patch.setattr(searching, "SNIPPET_BEFORE", 4)
+        whole = searching._snippet(readable, "n.md", pattern)
+        patch.setattr(searching, "SNIPPET_READ", size)
+        assert searching._snippet(readable, "n.md", pattern) == whole
