@@ -108,6 +108,19 @@ def test_minilm_reads_a_text_up_to_its_128th_token() -> None:
     assert embedder.embed([short + " about sailing boats"]).tobytes() != embedder.embed([short]).tobytes()
 
 
+def test_a_paragraph_of_megabytes_is_embedded_from_its_start_as_the_model_reads_it() -> None:
+    """A note of one long paragraph is one chunk: the model reads its first 128 tokens only, so the chunk
+    is cut to `semantic.PIECE_CHARS` characters before it is tokenized (the tokenizer made every token of
+    a 200 MB paragraph first: 24 GB), and embeds as the whole paragraph does."""
+    from amem.index import semantic
+
+    paragraph = " ".join(f"the keeper refreshes note {n} of the vault" for n in range(40_000))  # 1.6 MB
+    (chunk,) = semantic.chunks("Log", paragraph)
+    assert len(chunk) <= semantic.PIECE_CHARS + len("Log\n")
+    embedder = models.minilm()
+    assert embedder.embed([chunk]).tobytes() == embedder.embed([f"Log\n{paragraph}"]).tobytes()
+
+
 @pytest.mark.parametrize("former", FORMER_NAMES)
 def test_vectors_of_a_former_minilm_are_embedded_again(minilm_vault: Path, former: str) -> None:
     assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)

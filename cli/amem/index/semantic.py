@@ -48,6 +48,10 @@ FUSION_DEPTH = 50
 CHUNK_CHARS = 1000
 #: At most this many chunks per note: the rest of a very long note is not embedded.
 MAX_CHUNKS = 64
+#: A paragraph is cut to this many characters before it is embedded. A model reads a text's first few
+#: hundred tokens (minilm 128), never this far, but its tokenizer makes every token of the text it is
+#: given first: a note of one 200 MB paragraph took 24 GB to embed.
+PIECE_CHARS = 64 * CHUNK_CHARS
 #: Notes embedded and written per transaction: an interrupted sync keeps what it finished.
 BATCH_NOTES = 256
 #: The extra's package: when it cannot be found, semantic search is unavailable.
@@ -331,7 +335,7 @@ def _pieces(lines: list[str]) -> Iterable[str]:
     heading = lines[0].strip() if _HEADING.match(lines[0]) else ""
     current = ""
     for paragraph in re.split(r"\n\s*\n", text):
-        paragraph = paragraph.strip()
+        paragraph = paragraph.strip()[:PIECE_CHARS]
         if current and len(current) + len(paragraph) > CHUNK_CHARS:
             yield current
             current = heading + "\n" if heading and not paragraph.startswith("#") else ""
