@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from os import PathLike
     from typing import TypeAlias
 
-    #: A path as the git layer takes it: a str, or a Path from a caller that holds one. The layer itself
-    #: never makes a Path: an idle `amem sync` would pay for loading `pathlib`.
     from ..config import Config
     from ..notes.ids import NoteRef
     from ..report import Reporter
     from ..shapes import HistoryResult
 
+    #: A path as the git layer takes it: a str, or a Path from a caller that holds one. The layer itself
+    #: never makes a Path: an idle `amem sync` would pay for loading `pathlib`.
     AnyPath: TypeAlias = "str | PathLike[str]"
 
 #: How long to wait for another git process (or amem) to release `index.lock` or a ref lock.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+from collections.abc import Iterable
 
 from ..errors import GitError
 from ..gitvault.git import Repository, _run
@@ -54,29 +55,15 @@ def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]
         existing = ""
     except (OSError, UnicodeDecodeError):
         return  # sync's own merge still switches the driver in; only a plain git merge would miss it
-    present = {line.strip() for line in existing.splitlines()}
-    missing = [
-        line
-        for line in (f"{_attribute_pattern(folder, ext)} merge={DRIVER_NAME}" for ext in extensions)
-        if line not in present
-    ]
-    if not missing:
+    text = _with_lines(existing, (f"{_attribute_pattern(folder, ext)} merge={DRIVER_NAME}" for ext in extensions))
+    if text is None:
         return
-    from ..atomicfile import atomic_replace
-
-    prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
-    text = prefix + "".join(f"{line}\n" for line in missing)
-    # The user's own rules may be there: a new file renamed over the old one (with its mode), so a write
-    # that fails half way (a full disk, a kill) leaves them whole. The folder is this machine's, never a
-    # remote's: a symlink the user made there is followed, and its target replaced.
+    # The user's own rules may be there, so the file is replaced whole (`_replace`). The folder is this
+    # machine's, never a remote's: a symlink the user made there is followed, and its target replaced.
     target = os.path.realpath(path)
     with contextlib.suppress(OSError):
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        try:
-            mode: int | None = os.stat(target).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = None
-        atomic_replace(target, text.encode("utf-8"), mode)
+        _replace(target, text)
 
 
 def route_vault_notes(vault: str, extensions: tuple[str, ...], reporter: Reporter) -> bool:
@@ -91,23 +78,36 @@ def route_vault_notes(vault: str, extensions: tuple[str, ...], reporter: Reporte
             " merge by amem's rules, through the repository's info/attributes)"
         )
         return False
-    present = {line.strip() for line in existing.splitlines()}
-    missing = [line for line in (f"*{ext} merge={DRIVER_NAME}" for ext in extensions) if line not in present]
-    if not missing:
+    text = _with_lines(existing, (f"*{ext} merge={DRIVER_NAME}" for ext in extensions))
+    if text is None:
         return False
-    from ..atomicfile import atomic_replace
-
-    prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
-    text = prefix + "".join(f"{line}\n" for line in missing)
-    try:  # a new file renamed over the old one (with its mode): never written through a symlink put there
-        try:
-            mode: int | None = os.lstat(attributes).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = None
-        atomic_replace(attributes, text.encode("utf-8"), mode)
+    try:  # renamed over it: never written through a symlink put there since
+        _replace(attributes, text)
     except OSError as exc:
         raise GitError(f"cannot write the vault's {ATTRIBUTES_FILE}: {exc.strerror}") from None
     return True
+
+
+def _with_lines(existing: str, wanted: Iterable[str]) -> str | None:
+    """`existing` with the `wanted` lines it lacks added at its end; None when it lacks none."""
+    present = {line.strip() for line in existing.splitlines()}
+    missing = [line for line in wanted if line not in present]
+    if not missing:
+        return None
+    prefix = existing if not existing or existing.endswith("\n") else existing + "\n"
+    return prefix + "".join(f"{line}\n" for line in missing)
+
+
+def _replace(path: str, text: str) -> None:
+    """A new file holding `text` renamed over `path` (no symlink), with its mode: a write that fails half
+    way (a full disk, a kill) leaves the old file whole."""
+    from ..atomicfile import atomic_replace
+
+    try:
+        mode: int | None = os.lstat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    atomic_replace(path, text.encode("utf-8"), mode)
 
 
 def _vault_attributes(path: str) -> str | None:
