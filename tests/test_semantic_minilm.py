@@ -322,6 +322,48 @@ def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch:
     assert result["hits"][0]["id"] == "auth.md"
 
 
+def test_onnxruntime_keeps_no_device_id_and_queues_no_telemetry(
+    minilm_vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """onnxruntime's own telemetry (1.32 on Linux: a device id and a queue of events under
+    ~/.cache/Microsoft, uploaded by a long-lived process to a Microsoft host) is off in every amem process
+    that loads the model, without the user asking: the blocked sockets above cannot see it, as its client is
+    C++. What amem's processes leave in the home folder is amem's own."""
+    monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
+    home = isolated_env.parent / "home"
+    amem("index")
+    assert found("how long do credentials stay valid")["semantic"] == "ok"
+    left = sorted(
+        str(path.relative_to(home))
+        for path in home.rglob("*")
+        if path.is_file() and path.relative_to(home).parts[:2] not in ((".cache", "amem"), (".config", "amem"))
+    )
+    assert left == []
+
+
+@pytest.mark.slow
+def test_a_long_lived_process_with_the_model_looks_up_no_host(
+    minilm_vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The uploader behind that telemetry runs in the C++ library: strace shows its connects. With it on,
+    a process holding the model (onnxruntime 1.32) made its first DNS lookup about 10 s after loading it."""
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed")
+    monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
+    code = (
+        "import time\nfrom amem.index import semantic\nmodel = semantic.load_embedder('minilm')\n"
+        "for _ in range(30):\n    model.embed(['how long do tokens last'])\n    time.sleep(0.5)\n"
+    )
+    trace = tmp_path / "trace"
+    command = [strace, "-f", "-qq", "-e", "trace=connect", "-o", str(trace), sys.executable, "-c", code]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 and "ptrace" in done.stderr:
+        pytest.skip(f"strace cannot trace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert [line for line in trace.read_text().splitlines() if "AF_INET" in line] == []
+
+
 def embedded_in_process(config: Any) -> None:
     from amem.index import embedding
     from amem.report import CollectingReporter

@@ -159,6 +159,21 @@ class SemanticError(Exception):
 # --- backends --------------------------------------------------------------------------------------------
 
 
+def _onnxruntime() -> Any:
+    """onnxruntime with its own telemetry off. Its Linux wheels (1.32, where this was seen) keep a device id
+    and a queue of usage events under ~/.cache/Microsoft/DeveloperTools/.onnxruntime, and a long-lived
+    process (`amem mcp`, a keeper) looks up mobile.events.data.microsoft.com to upload them: nothing of amem's
+    may leave the machine. It reads ORT_DISABLE_TELEMETRY once, when it is first imported, so the variable
+    is set first; `disable_telemetry_events` covers an onnxruntime that something imported before amem."""
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    import onnxruntime as ort
+
+    disable = getattr(ort, "disable_telemetry_events", None)
+    if disable is not None:
+        disable()
+    return ort
+
+
 class OnnxBackend:
     """An ONNX encoder on onnxruntime's CPU provider, with its memory arena off (the arena keeps the
     largest activations ever seen: hundreds of MiB for a long text), at most `threads` threads and none of
@@ -166,7 +181,7 @@ class OnnxBackend:
 
     def __init__(self, model: str | bytes, threads: int = MAX_THREADS) -> None:
         try:
-            import onnxruntime as ort
+            ort = _onnxruntime()
         except ImportError:
             raise SemanticUnavailable(f"this semantic model needs onnxruntime: pip install 'amem[{EXTRA}]'") from None
         options = ort.SessionOptions()
