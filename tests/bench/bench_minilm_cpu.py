@@ -24,6 +24,7 @@ from typing import Any
 
 CHILD = r"""
 import glob, json, os, resource, sys, time
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # as amem.index.models does, for the import below
 setting, vault, notes, part, parts = json.loads(sys.argv[1])
 from amem.index import models, semantic
 models.MAX_THREADS = setting["threads"]
