@@ -520,6 +520,41 @@ def test_a_write_of_info_attributes_that_fails_half_way_leaves_the_users_rules_w
     assert info.stat().st_mode & 0o777 == 0o640
 
 
+def test_a_sync_killed_at_the_rename_of_info_attributes_leaves_a_temporary_the_next_one_removes(
+    tmp_path: Path,
+) -> None:
+    """A real process SIGKILLed at the very moment it renames its new `info/attributes` over the old one
+    leaves its temporary file in the git folder; the next sync removes it, and never a live writer's."""
+    from amem.gitvault.git import find_repository
+    from amem.ops.sync_attributes import force_note_driver
+
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(repo))
+    info = repo / ".git" / "info"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from amem.gitvault.git import find_repository
+        from amem.ops.sync_attributes import force_note_driver
+        os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
+        force_note_driver(find_repository({str(repo)!r}), "", (".md",))
+        """
+    )
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    left = [p.name for p in info.iterdir() if p.name.endswith(".amem-tmp")]
+    assert len(left) == 1 and left[0].startswith(".attributes.")
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as live:
+        alive = info / f".attributes.{live.pid}-0123abcd.amem-tmp"  # a writer at work: left alone
+        alive.write_text("*.md merge=amem\n")
+        try:
+            force_note_driver(find_repository(repo), "", (".md",))  # type: ignore[arg-type]
+        finally:
+            live.kill()
+    assert sorted(p.name for p in info.iterdir()) == sorted(["attributes", "exclude", alive.name])
+    assert (info / "attributes").read_text() == "*.md merge=amem\n"
+
+
 def test_info_attributes_kept_behind_the_users_own_symlink_is_written_where_it_leads(tmp_path: Path) -> None:
     """The repository's git folder is this machine's: an `info/attributes` the user keeps as a symlink (to
     shared dotfiles) stays a symlink, and the file it leads to gets amem's line."""

@@ -48,6 +48,7 @@ def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]
     in the tree: a `.gitattributes` from elsewhere (`*.md merge=union`) cannot turn conflicts off, for sync
     or for a plain `git merge`."""
     path = _info_attributes(repo)
+    _sweep(os.path.realpath(path))
     try:
         with open(path, encoding="utf-8") as handle:
             existing = handle.read()
@@ -108,6 +109,24 @@ def _replace(path: str, text: str) -> None:
     except FileNotFoundError:
         mode = None
     atomic_replace(path, text.encode("utf-8"), mode)
+
+
+def _sweep(target: str) -> None:
+    """Remove the temporaries that a sync killed between writing and renaming them left beside `target`
+    (`.attributes.<pid>-<hex>.amem-tmp`): those whose writer is no running process, never a live one's."""
+    from ..atomicfile import is_temporary, parse_temporary, process_alive
+
+    folder = os.path.dirname(target)
+    try:
+        names = [name for name in os.listdir(folder) if is_temporary(name)]
+    except OSError:
+        return
+    for name in names:
+        found = parse_temporary(os.path.join(folder, name))
+        if found is None or found.target != target or found.pid is None or process_alive(found.pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
 
 
 def _vault_attributes(path: str) -> str | None:
