@@ -23,7 +23,7 @@ from amem.cli import run
 from amem.config import Config, load_config
 from amem.index.fts import head_text, headings_text, links_text
 from amem.index.search import is_expired, search
-from amem.index.tokenize import Query, field_text, title_key
+from amem.index.tokenize import Query, field_text, is_cjk, title_key
 from tests.conftest import write_file
 from tests.installed import installed_runner
 
@@ -632,3 +632,36 @@ def test_a_long_notes_snippet_read_from_its_start_is_the_whole_notes(
         whole = searching._snippet(readable, "n.md", pattern)
         patch.setattr(searching, "SNIPPET_READ", size)
         assert searching._snippet(readable, "n.md", pattern) == whole
+
+
+def _pattern_per_word(query: Query) -> re.Pattern[str] | None:
+    """The snippet's pattern as first written: each word its own alternative, a Latin one behind its own
+    word-start test (re tries that test once per word at every position: a note without a match cost three
+    times the search)."""
+    parts = [
+        re.escape(word.terms[0])
+        if word.terms[0] and is_cjk(word.terms[0][0])
+        else rf"(?<![^\W_]){re.escape(word.terms[0])}"
+        for word in query.words
+    ]
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(SNIPPET_ALPHABET + ["Token", "tokens", "xauth", "_auth", "retries", "Retry"]), max_size=60
+    ).map("".join),
+    st.lists(st.sampled_from(["auth", "token", "retry", "认证", "书", "x", "the", "é"]), min_size=1, max_size=4).map(
+        " ".join
+    ),
+)
+def test_the_snippets_pattern_finds_the_first_match_where_each_word_alone_would(text: str, query: str) -> None:
+    parsed = Query(query)
+    pattern, reference = parsed.pattern(), _pattern_per_word(parsed)
+    assert (pattern is None) == (reference is None)
+    if pattern is not None and reference is not None:
+        for folded in (text, text.casefold()):
+            found, expected = pattern.search(folded), reference.search(folded)
+            assert (found and found.start()) == (expected and expected.start())
+            assert len(pattern.pattern) >= max((len(m.group()) for m in reference.finditer(folded)), default=0)
