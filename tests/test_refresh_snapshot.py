@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amem.config import Config
 from amem.index.index import VaultIndex
@@ -305,3 +307,18 @@ def test_a_build_stores_its_scans_digest_only_if_no_note_changed_between_the_sca
         assert index.refresh().changed == 0  # what it stored of the edited note is what it read
     finally:
         index.close()
+
+
+_STATS = st.tuples(st.integers(0, 3), st.integers(0, 3))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcdefgh"), _STATS), st.dictionaries(st.sampled_from("abcdefgh"), _STATS))
+def test_the_changed_notes_are_those_new_gone_or_of_another_mtime_or_size(
+    files: dict[str, tuple[int, int]], known: dict[str, tuple[int, int]]
+) -> None:
+    """What a refresh reads again: every note the scan and the stored state disagree on, sorted."""
+    from amem.index.snapshot import changed_ids
+
+    expected = sorted(k for k in files.keys() | known.keys() if files.get(k) != known.get(k))
+    assert changed_ids(files, known) == expected
