@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from amem.ops.sync_attributes import NOTE_ATTRIBUTES
 from tests.gitrepo import clone, commit_all, git
 from tests.test_sync import AMEM, amem, append, error_of, identity, sync
 
@@ -200,6 +201,56 @@ def test_a_remote_gitattributes_routing_notes_to_union_still_reports_the_conflic
     assert where in proc.stderr and "merge=union" in proc.stderr  # the change is reported
     # A plain git merge in this clone follows amem's rules too.
     assert "merge=amem" in (b / ".git" / "info" / "attributes").read_text()
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        "*.md working-tree-encoding=UTF-16LE\n",
+        "*.md ident\n",
+        "*.md filter=shout\n",  # a filter this machine defines, as git-lfs defines `lfs` for every repository
+    ],
+    ids=["encoding", "ident", "filter"],
+)
+def test_a_remote_gitattributes_cannot_change_the_bytes_of_a_note(
+    remote: Path, tmp_path: Path, attributes: str
+) -> None:
+    """A remote commits attributes that make git rewrite notes as it checks them out and back as it commits
+    them (UTF-16 in the work tree, `$Id$` expanded, a filter of the machine's): every note still lies in each
+    clone and in the remote byte for byte as amem wrote it, reads whole, and the sync that pulled the
+    attributes says so."""
+    gitconfig = Path(os.environ["HOME"]) / ".gitconfig"
+    with gitconfig.open("a") as handle:
+        handle.write('[filter "shout"]\n\tclean = tr a-z A-Z\n\tsmudge = tr A-Z a-z\n')
+    a, b = two_clones(remote, tmp_path)
+    append(a, "n", "a line with $Id$ in it")
+    sync(a)
+    sync(b)
+    with (a / ".gitattributes").open("a") as handle:
+        handle.write(attributes)
+    git(a, "add", ".gitattributes")
+    git(a, "commit", "-q", "-m", "someone else's attributes")
+    git(a, "push", "-q", "origin", "HEAD")
+    append(a, "n", "written after the attributes")
+    append(a, "later", "a note of its own")
+    sync(a)
+    pulled = amem(b, "sync")
+    assert pulled.returncode == 0, pulled.stderr
+    assert "amem overrules" in pulled.stderr and attributes.split()[1] in pulled.stderr
+    append(b, "n", "and one from b")
+    sync(b)
+    sync(a)
+
+    for name in ("n.md", "later.md", "seed.md"):
+        written = (a / name).read_bytes()
+        assert (b / name).read_bytes() == written, name
+        stored = subprocess.run(["git", "cat-file", "blob", f"HEAD:{name}"], cwd=remote, capture_output=True)
+        assert stored.stdout == written, name
+    text = (b / "n.md").read_text(encoding="utf-8")
+    assert "\r" not in text and "\x00" not in text
+    assert all(line in text for line in ("$Id$ in it", "written after the attributes", "and one from b"))
+    read = json.loads(amem(b, "read", "n").stdout)
+    assert "created" in read["frontmatter"] and "and one from b" in read["body"]
 
 
 @pytest.mark.parametrize("target", ["outside", "dangling", "folder"])
@@ -516,7 +567,7 @@ def test_a_write_of_info_attributes_that_fails_half_way_leaves_the_users_rules_w
     assert sorted(p.name for p in info.parent.iterdir()) == ["attributes", "exclude"]  # no temporary left
     # Without the limit the line is added, and the rules and the file's mode are kept.
     subprocess.run([sys.executable, "-c", script.replace("resource.setrlimit", "_ = ")], check=True)
-    assert info.read_text() == rules + "*.md merge=amem\n"
+    assert info.read_text() == rules + f"*.md {NOTE_ATTRIBUTES}\n"
     assert info.stat().st_mode & 0o777 == 0o640
 
 
@@ -552,7 +603,7 @@ def test_a_sync_killed_at_the_rename_of_info_attributes_leaves_a_temporary_the_n
         finally:
             live.kill()
     assert sorted(p.name for p in info.iterdir()) == sorted(["attributes", "exclude", alive.name])
-    assert (info / "attributes").read_text() == "*.md merge=amem\n"
+    assert (info / "attributes").read_text() == f"*.md {NOTE_ATTRIBUTES}\n"
 
 
 def test_info_attributes_kept_behind_the_users_own_symlink_is_written_where_it_leads(tmp_path: Path) -> None:
@@ -571,4 +622,4 @@ def test_info_attributes_kept_behind_the_users_own_symlink_is_written_where_it_l
 
     force_note_driver(find_repository(repo), "", (".md",))  # type: ignore[arg-type]
 
-    assert info.is_symlink() and shared.read_text() == "*.pdf binary\n*.md merge=amem\n"
+    assert info.is_symlink() and shared.read_text() == f"*.pdf binary\n*.md {NOTE_ATTRIBUTES}\n"

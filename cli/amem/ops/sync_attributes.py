@@ -16,6 +16,14 @@ from ..gitvault.git import Repository, _run
 from ..report import Reporter
 
 DRIVER_NAME = "amem"
+#: The attributes with which git rewrites a file's bytes between the repository and the work tree, beyond
+#: line ends: a `.gitattributes` from elsewhere that sets one for notes (`*.md working-tree-encoding=UTF-16LE`
+#: had every clone check notes out as UTF-16 and fail its next commit; `filter=lfs` would send them to an LFS
+#: server of the remote's choosing, on a machine with git-lfs) is overruled in `info/attributes`. Line ends
+#: (`text`, `eol`, `core.autocrlf`) stay the user's: git converts them both ways, the stored note unchanged.
+REWRITING = ("filter", "ident", "working-tree-encoding")
+#: What `info/attributes` gives the vault's notes: amem's merge, and none of the rewriting attributes.
+NOTE_ATTRIBUTES = " ".join([f"merge={DRIVER_NAME}", *(f"-{name}" for name in REWRITING)])
 #: The vault's own attributes file, committed so that other clones and plain git merges route notes too.
 ATTRIBUTES_FILE = ".gitattributes"
 
@@ -46,7 +54,7 @@ def _attribute_pattern(folder: str, ext: str) -> str:
 def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]) -> None:
     """Route the vault's notes to amem's driver in `info/attributes`, which outranks every `.gitattributes`
     in the tree: a `.gitattributes` from elsewhere (`*.md merge=union`) cannot turn conflicts off, for sync
-    or for a plain `git merge`."""
+    or for a plain `git merge`, nor have git change a note's bytes (`NOTE_ATTRIBUTES`)."""
     path = _info_attributes(repo)
     _sweep(os.path.realpath(path))
     try:
@@ -56,7 +64,7 @@ def force_note_driver(repo: Repository, folder: str, extensions: tuple[str, ...]
         existing = ""
     except (OSError, UnicodeDecodeError):
         return  # sync's own merge still switches the driver in; only a plain git merge would miss it
-    text = _with_lines(existing, (f"{_attribute_pattern(folder, ext)} merge={DRIVER_NAME}" for ext in extensions))
+    text = _with_lines(existing, (f"{_attribute_pattern(folder, ext)} {NOTE_ATTRIBUTES}" for ext in extensions))
     if text is None:
         return
     # The user's own rules may be there, so the file is replaced whole (`_replace`). The folder is this
@@ -155,8 +163,9 @@ def _vault_attributes(path: str) -> str | None:
             raise GitError(f"cannot read the vault's {ATTRIBUTES_FILE}: {reason}") from None
 
 
-def _merge_routes(text: str, extensions: tuple[str, ...]) -> list[str]:
-    """The lines of a `.gitattributes` that send notes to a merge other than amem's."""
+def _overruled(text: str, extensions: tuple[str, ...]) -> list[str]:
+    """The attributes a `.gitattributes` sets for notes that `info/attributes` overrules: a merge other than
+    amem's, and the rewriting ones."""
     suffixes = tuple(e.lower() for e in extensions)
     found = []
     for raw in text.splitlines():
@@ -168,8 +177,11 @@ def _merge_routes(text: str, extensions: tuple[str, ...]) -> list[str]:
         if not (last.endswith(suffixes) or any(fnmatch.fnmatchcase(f"note{s}", last) for s in suffixes)):
             continue
         for attr in attrs:
-            if attr in ("binary", "merge", "-merge", "!merge") or (
-                attr.startswith("merge=") and attr != f"merge={DRIVER_NAME}"
+            name = attr.lstrip("-!").split("=", 1)[0]
+            if (
+                attr in ("binary", "merge", "-merge", "!merge")
+                or (attr.startswith("merge=") and attr != f"merge={DRIVER_NAME}")
+                or (name in REWRITING and not attr.startswith(("-", "!")))
             ):
                 found.append(f"{pattern} {attr}")
     return found
@@ -178,7 +190,8 @@ def _merge_routes(text: str, extensions: tuple[str, ...]) -> list[str]:
 def report_attributes(
     repo: Repository, start: str | None, end: str, extensions: tuple[str, ...], reporter: Reporter
 ) -> None:
-    """Warn when the pulled changes bring a `.gitattributes` that would route notes to another merge."""
+    """Warn when the pulled changes bring a `.gitattributes` that would route notes to another merge or
+    rewrite their bytes."""
     spec = [":(glob)**/.gitattributes"]
     if start is None:
         raw = _run(["ls-tree", "-r", "-z", "--name-only", end, "--", *spec], repo.top, literal_pathspecs=False).stdout
@@ -187,10 +200,10 @@ def report_attributes(
         raw = _run(args, repo.top, literal_pathspecs=False).stdout
     for name in (os.fsdecode(n) for n in raw.split(b"\0") if n):
         proc = _run(["cat-file", "blob", f"{end}:{name}"], repo.top, check=False)
-        routes = _merge_routes(proc.stdout.decode("utf-8", "replace"), extensions)
-        if routes:
+        overruled = _overruled(proc.stdout.decode("utf-8", "replace"), extensions)
+        if overruled:
             reporter.warn(
-                f"the pulled {name} routes notes to another merge ({'; '.join(routes)}); amem merges notes by its "
-                "own rules whatever .gitattributes says (set in .git/info/attributes), so conflicts are still "
-                "kept and reported"
+                f"the pulled {name} sets attributes for notes that amem overrules ({'; '.join(overruled)}): notes"
+                " merge by amem's rules and keep their bytes whatever .gitattributes says (set in"
+                " .git/info/attributes), so conflicts are still kept and reported"
             )
