@@ -18,8 +18,8 @@ from ..report import Reporter
 DRIVER_NAME = "amem"
 #: The attributes with which git rewrites a file's bytes between the repository and the work tree, beyond
 #: line ends: a `.gitattributes` from elsewhere that sets one for notes (`*.md working-tree-encoding=UTF-16LE`
-#: had every clone check notes out as UTF-16 and fail its next commit; `filter=lfs` would send them to an LFS
-#: server of the remote's choosing, on a machine with git-lfs) is overruled in `info/attributes`. Line ends
+#: had every clone check notes out as UTF-16 and fail its next commit; `filter=lfs` hands them to git-lfs on
+#: a machine that has it, as any filter the machine defines) is overruled in `info/attributes`. Line ends
 #: (`text`, `eol`, `core.autocrlf`) stay the user's: git converts them both ways, the stored note unchanged.
 REWRITING = ("filter", "ident", "working-tree-encoding")
 #: What `info/attributes` gives the vault's notes: amem's merge, and none of the rewriting attributes.
