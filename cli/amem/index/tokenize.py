@@ -355,8 +355,10 @@ class Query:
         where a word starts, a CJK one anywhere. The Latin words share one word-start test, which re then
         tries once at each position rather than once per word: a note without a match is searched in a
         third of the time."""
-        firsts = [word.terms[0] for word in self.words]
-        cjk = [re.escape(first) for first in firsts if first and is_cjk(first[0])]
-        latin = [re.escape(first) for first in firsts if not (first and is_cjk(first[0]))]
+        cjk: list[str] = []
+        latin: list[str] = []
+        for word in self.words:
+            first = word.terms[0]
+            (cjk if first and is_cjk(first[0]) else latin).append(re.escape(first))
         parts = ([rf"(?<![^\W_])(?:{'|'.join(latin)})"] if latin else []) + cjk
         return re.compile("|".join(parts), re.IGNORECASE) if parts else None

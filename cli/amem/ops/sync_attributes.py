@@ -177,11 +177,10 @@ def _overruled(text: str, extensions: tuple[str, ...]) -> list[str]:
         if not (last.endswith(suffixes) or any(fnmatch.fnmatchcase(f"note{s}", last) for s in suffixes)):
             continue
         for attr in attrs:
-            name = attr.lstrip("-!").split("=", 1)[0]
             if (
                 attr in ("binary", "merge", "-merge", "!merge")
                 or (attr.startswith("merge=") and attr != f"merge={DRIVER_NAME}")
-                or (name in REWRITING and not attr.startswith(("-", "!")))
+                or attr.split("=", 1)[0] in REWRITING  # set, or set to a value; `-filter` / `!filter` undo it
             ):
                 found.append(f"{pattern} {attr}")
     return found
