@@ -29,6 +29,7 @@ FIELDS = {
     "fingerprint",
     "expected",
     "mismatches",
+    "trust",
     "warnings",
     "preflight",
 }

@@ -36,6 +36,7 @@ COMMANDS = (
     "index",
     "check",
     "info",
+    "trust",
     "watch",
     "mcp",
 )

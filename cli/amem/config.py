@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .digest import sha1_hex
 from .errors import AmemError, ConfigError, UsageError
+from .trust import is_trusted, read_project_file
 
 if TYPE_CHECKING:
     from datetime import tzinfo  # loaded by the commands that tell times (a sync, a read need not)
@@ -85,6 +86,8 @@ class Config(NamedTuple):
     watch: WatchSettings
     profile: str | None
     warnings: tuple[str, ...]
+    #: the keys of an untrusted project file that were ignored, as they reach outside the project (SPEC §1)
+    untrusted: tuple[str, ...] = ()
 
     @property
     def tz(self) -> "tzinfo | None":
@@ -201,19 +204,54 @@ def vault_key(vault_root: str | os.PathLike[str]) -> str:
     return f"{name}-{digest}"
 
 
-def find_project_root(cwd: str) -> str:
-    """Nearest ancestor holding `.amem/`, else the git top-level, else cwd itself (an absolute path)."""
-    git_top: str | None = None
+def find_project_root(cwd: str, warnings: list[str] | None = None) -> str:
+    """The nearest ancestor of `cwd` holding a `.amem/` folder of this user's (or root's), looking no higher
+    than the git top-level, nor, outside a repository, than the home folder; failing that the git
+    top-level; failing that `cwd` itself (an absolute path). A `.amem/` owned by another user is passed
+    over with a warning, as git passes over a repository it does not trust."""
+    home = _home_or_none()
     folder = cwd
     while True:
-        if is_folder(join_path(folder, ".amem")):
+        amem = join_path(folder, ".amem")
+        if is_folder(amem):
+            if _owned_by_us(amem):
+                return folder
+            if warnings is not None:
+                warnings.append(
+                    f"ignored {amem}: it belongs to another user, so its config and vault are not this project's"
+                )
+        if _file_type(join_path(folder, ".git")) is not None:
             return folder
-        if git_top is None and _file_type(join_path(folder, ".git")) is not None:
-            git_top = folder
         parent = os.path.dirname(folder)
-        if parent == folder:
-            return git_top or cwd
+        if parent == folder or folder == home:
+            return cwd
         folder = parent
+
+
+def _home_or_none() -> str | None:
+    try:
+        return _home()
+    except RuntimeError:
+        return None
+
+
+def _owned_by_us(path: str) -> bool:
+    """Whether `path` belongs to the user running amem, or to root."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # no owners to compare on this system
+        return True
+    try:
+        owner = os.stat(path).st_uid
+    except OSError:
+        return False
+    return owner in (getuid(), 0)
+
+
+def is_within(path: str, root: str) -> bool:
+    """Whether `path` is `root` or lies below it, both taken by their real paths (symlinks followed; the
+    missing end of a path taken as written)."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip("/") + "/")
 
 
 def vault_problem(config: Config) -> str | None:
@@ -266,18 +304,23 @@ def parse_timezone(value: str, key: str, source: str) -> "tzinfo":
 # --- reading and validating -------------------------------------------------------------------------
 
 
-def _read_yaml(path: str) -> dict[str, Any]:
+def _read_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}", file=str(path)) from None
+
+
+def _parse_yaml(path: str, data: bytes) -> dict[str, Any]:
     import yaml
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}", file=str(path)) from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"config file {path} is not UTF-8", file=str(path)) from None
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        parsed = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -285,21 +328,23 @@ def _read_yaml(path: str) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: YAML syntax error{where}: {problem}", file=str(path)) from None
     except (ValueError, OverflowError) as exc:  # a value shaped like a date or time that names none
         raise ConfigError(f"config file {path}: a value is not a real date or time ({exc})", file=str(path)) from None
-    if data is None:
+    if parsed is None:
         return {}
-    if not isinstance(data, dict):
+    if not isinstance(parsed, dict):
         raise ConfigError(f"config file {path}: the top level must be a mapping", file=str(path))
-    return data
+    return parsed
 
 
 class _Validator:
     """Checks one file's (or the environment's) values, naming key and source in every error. Relative
     folders are taken from `base`: the config file's folder, or the working directory."""
 
-    def __init__(self, source: str, warnings: list[str], base: str) -> None:
+    def __init__(self, source: str, warnings: list[str], base: str, fence: "_Fence | None" = None) -> None:
         self.source = source
         self.warnings = warnings
         self.base = base
+        #: for an untrusted project file, what keeps its settings inside the project
+        self.fence = fence
 
     def fail(self, key: str, problem: str) -> AmemError:
         return ConfigError(f"{key} in {self.source}: {problem}", key=key, file=self.source)
@@ -610,12 +655,58 @@ for _section in _SECTIONS:
         _SECTIONS[_section].add(_ENABLED)
 
 
+#: What an untrusted project file may not set at all: where observations and the user's secret are sent,
+#: and commits made in the user's name (their identity, hooks and signing key) beyond the note itself.
+_NEVER_UNTRUSTED = {
+    "watch.url": "it sends observations elsewhere",
+    "watch.secret": "it is a secret sent elsewhere",
+    "git.autoCommit": "it makes commits in your name",
+}
+#: What an untrusted project file may set only to places inside the project (real paths, symlinks followed).
+_PLACES_UNTRUSTED = frozenset({"vaultRoot", "watch.dirs", "semantic.model"})
+TRUST_HINT = "run `amem trust` in the project to trust the file as it is now"
+
+
+class _Fence:
+    """Keeps an untrusted project file's settings inside the project: a key that reaches outside it is
+    ignored with a warning naming the key, the file and how to trust it (SPEC §1)."""
+
+    def __init__(self, project_root: str, file: str, warnings: list[str]) -> None:
+        self.project_root = project_root
+        self.file = file
+        self.warnings = warnings
+        #: the keys ignored, and those taken, from the file
+        self.ignored: list[str] = []
+        self.taken: set[str] = set()
+
+    def admits(self, name: str, value: object) -> bool:
+        why = _NEVER_UNTRUSTED.get(name)
+        if why is None and name in _PLACES_UNTRUSTED:
+            outside = [p for p in self._places(name, value) if not is_within(p, self.project_root)]
+            why = "it names a place outside the project" if outside else None
+        if why is None:
+            self.taken.add(name)
+            return True
+        self.ignored.append(name)
+        self.warnings.append(f"{name} in {self.file} is ignored: {why}, and the file is not trusted ({TRUST_HINT})")
+        return False
+
+    def _places(self, name: str, value: object) -> tuple[str, ...]:
+        if isinstance(value, tuple) and value[:1] == ("project",):  # a relative vaultRoot
+            return (join_path(self.project_root, str(value[1])),)
+        if isinstance(value, tuple):
+            return tuple(str(v) for v in value)
+        if name == "semantic.model" and value in SEMANTIC_MODELS:
+            return ()
+        return (str(value),)
+
+
 def _set(values: dict[str, object], check: _Validator, name: str, raw: object) -> None:
     key = _KEYS.get(name)
     if key is None:
         return  # an unknown key: warned about, ignored
     value = key.check(check, name, raw)
-    if value is not None:
+    if value is not None and (check.fence is None or check.fence.admits(name, value)):
         values[name] = value
 
 
@@ -696,12 +787,19 @@ def load_config(
     """
     env = os.environ if env is None else env
     here = pure_path(os.path.abspath(cwd or os.getcwd()))
-    project_root = find_project_root(here)
     warnings: list[str] = []
+    project_root = find_project_root(here, warnings)
     values: dict[str, object] = {}
     files = _config_files(config_file, env, here, project_root)
+    project_file = join_path(project_root, ".amem/config.yaml")
+    fence: _Fence | None = None
+    trusted: bool | None = None  # whether the user trusts the project (None: not asked yet)
     for path in files:
-        _apply_file(values, _read_yaml(path), _Validator(path, warnings, os.path.dirname(path)))
+        data = _read_bytes(path)
+        if path == project_file and not _names_a_file(config_file, env):
+            trusted = is_trusted(project_file, data)
+            fence = None if trusted else _Fence(project_root, path, warnings)
+        _apply_file(values, _parse_yaml(path, data), _Validator(path, warnings, os.path.dirname(path), fence))
     _apply_env(values, env, warnings, here)
     _apply_flags(values, flags or {}, _FlagValidator("the command line", warnings, here))
 
@@ -714,19 +812,40 @@ def load_config(
         vault_root = configured
     else:
         vault_root = join_path(project_root, ".amem/memory")
+    vault_root = pure_path(os.path.normpath(vault_root))
+    chosen_by_project = vault is None and (
+        configured is None
+        or (fence is not None and "vaultRoot" in fence.taken and _env_setting(env, ("AMEM_VAULT",)) is None)
+    )
+    if chosen_by_project and not is_within(vault_root, project_root):
+        if trusted is None:
+            trusted = is_trusted(project_file, read_project_file(project_file))
+        if not trusted:
+            raise ConfigError(
+                f"the vault {os.path.basename(vault_root)!r} leads outside the project (through a symlink) and "
+                f"the project is not trusted: {TRUST_HINT}, or name the vault with --vault or AMEM_VAULT",
+                key="vaultRoot",
+                file=project_file,
+            )
 
     settings = {key.field: values.get(key.name, key.default) for key in KEYS if key.name != "vaultRoot"}
     watch = {key.field: settings.pop(key.field) for key in KEYS if key.name.startswith("watch.")}
     return Config(
         work_dir=here,
         project_dir=project_root,
-        vault_dir=pure_path(os.path.normpath(vault_root)),
+        vault_dir=vault_root,
         config_paths=files,
         watch=WatchSettings(**watch),  # type: ignore[arg-type]
         profile=_env_text(env, "AMEM_PROFILE"),
         warnings=tuple(warnings),
+        untrusted=tuple(fence.ignored) if fence is not None else (),
         **settings,  # type: ignore[arg-type]
     )
+
+
+def _names_a_file(config_file: str | os.PathLike[str] | None, env: Mapping[str, str]) -> bool:
+    """Whether --config or AMEM_CONFIG names the one config file to read (the user's choice: trusted)."""
+    return config_file is not None or _env_text(env, "AMEM_CONFIG") is not None
 
 
 def _config_files(

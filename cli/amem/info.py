@@ -18,7 +18,7 @@ from .config import Config, vault_problem
 from .notes.ids import is_inside
 
 if TYPE_CHECKING:
-    from .shapes import InfoResult, Mismatch
+    from .shapes import InfoResult, Mismatch, ProjectTrust
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,19 @@ def fingerprint(identity: dict[str, Any]) -> str:
     """sha256 over the identity fields in a canonical JSON form: equal identities, equal fingerprints."""
     canonical = json.dumps(identity, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _trust(config: Config) -> ProjectTrust:
+    """Whether the user trusts the project's config file, and the keys of it ignored until they do."""
+    from .trust import is_trusted, project_file, read_project_file
+
+    path = project_file(config.project_dir)
+    data = read_project_file(path)
+    return {
+        "file": path if data is not None else None,
+        "trusted": is_trusted(path, data),
+        "ignored": list(config.untrusted),
+    }
 
 
 def build_info(config: Config, expected: Expectations, *, package_root: Path | None = None) -> InfoResult:
@@ -126,6 +139,7 @@ def build_info(config: Config, expected: Expectations, *, package_root: Path | N
             "profile": expected.profile,
         },
         "mismatches": mismatches,
+        "trust": _trust(config),
         "warnings": warnings,
         "preflight": {"safeToWrite": not reasons, "reasons": reasons},
     }

@@ -157,12 +157,13 @@ class GraphResult(TypedDict):
 
 
 class CheckProblem(TypedDict):
-    #: broken-link, ambiguous-link, case-twin, malformed-frontmatter, not-utf8, unreadable, conflict-copy,
-    #: stray-temporary, alias-collision, orphan, oversized
+    #: broken-link, ambiguous-link, case-twin, malformed-frontmatter, not-utf8, not-utf8-name, unreadable,
+    #: conflict-copy, stray-temporary, alias-collision, orphan, oversized
     kind: str
     #: error, warning or info
     severity: str
-    #: the note (or, for a stray temporary, the file) by vault path
+    #: the note (or, for a stray temporary, the file) by vault path; for not-utf8-name the file or folder
+    #: (ending in `/`), each byte that is not UTF-8 as `\xNN`
     id: str
     #: where in the file, from 1, when the problem has a place (malformed frontmatter: the message says why)
     line: int | None
@@ -269,6 +270,15 @@ class Preflight(TypedDict):
     reasons: list[str]
 
 
+class ProjectTrust(TypedDict):
+    #: the project's .amem/config.yaml, None when it has none
+    file: str | None
+    #: whether the user trusts it as it is now (`amem trust`)
+    trusted: bool
+    #: its keys ignored because they reach outside the project and it is not trusted
+    ignored: list[str]
+
+
 class InfoResult(TypedDict):
     version: str
     moduleRoot: str
@@ -283,5 +293,6 @@ class InfoResult(TypedDict):
     fingerprint: str
     expected: Expected
     mismatches: list[Mismatch]
+    trust: ProjectTrust
     warnings: list[str]
     preflight: Preflight

@@ -70,6 +70,8 @@ OPTIONS: dict[str, dict[str, str]] = {
 #: The fewest and the most arguments each command takes (None: any number).
 ARGUMENTS: dict[str, tuple[int, int | None]] = {"search": (0, None), "read": (1, 1), "list": (0, 1)}
 SORTS = ("id", "modified", "created")
+#: `commands.MAX_INTEGER`, the most any number option takes (Click and the commands are not loaded here).
+MAX_INTEGER = 1_000_000_000
 #: The commands answered in this process, without Click, when no keeper answers: those that change
 #: nothing a failure could leave half done (a read records what it saw only once it has its answer; a
 #: search's refresh of the index is the one any search makes).
@@ -291,7 +293,7 @@ def _value(kind: str, value: str) -> str | int | None:
         if not (value.isascii() and value.isdigit()):
             return None
         number = int(value)
-        return number if number >= (1 if kind == "count" else 0) else None
+        return number if (1 if kind == "count" else 0) <= number <= MAX_INTEGER else None
     if kind == "sort":
         return value if value in SORTS else None
     return value
@@ -408,18 +410,14 @@ def _kind(path: str) -> int | None:
 
 
 def _project_root(cwd: str) -> str:
-    """`config.find_project_root`: the nearest folder holding `.amem/`, else the git top-level, else cwd."""
-    git_top: str | None = None
-    folder = cwd
-    while True:
-        if _kind(os.path.join(folder, ".amem")) == stat.S_IFDIR:
-            return folder
-        if git_top is None and _kind(os.path.join(folder, ".git")) is not None:
-            git_top = folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return git_top or cwd
-        folder = parent
+    """`config.find_project_root`; a `.amem/` it passes over (another user's) is the loader's to warn of."""
+    from ..config import find_project_root
+
+    passed_over: list[str] = []
+    root = find_project_root(cwd, passed_over)
+    if passed_over:
+        raise _Unsure("a .amem/ of another user")
+    return root
 
 
 def _has_config_file(project: str) -> bool:
@@ -442,6 +440,10 @@ def _vault_root(flag: str | None, cwd: str, project: str) -> str | None:
             return None
     else:
         root = os.path.join(project, ".amem", "memory")
+        from ..config import is_within
+
+        if not is_within(root, project):
+            return None  # the project's vault leads elsewhere: the loader judges whether the user trusts it
     return os.path.normpath(root)
 
 

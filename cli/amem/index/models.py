@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -404,27 +405,52 @@ def one_blas_thread() -> bool:
     return True
 
 
+#: The most bytes amem reads of one file of a user's model folder: its weights, and its JSON files.
+MAX_WEIGHTS_BYTES = 4 << 30
+MAX_JSON_BYTES = 64 << 20
+
+
+def model_file(folder_path: str, name: str, limit: int = MAX_JSON_BYTES) -> str | None:
+    """The path of file `name` of a model folder when it is a regular file (symlinks followed) of at most
+    `limit` bytes; None when there is none; SemanticError naming it when it is anything else (a device,
+    a FIFO, a folder, a file too large), so that a folder a repository brought cannot stall or exhaust amem."""
+    where = os.path.join(folder_path, name)
+    try:
+        info = os.stat(where)
+    except FileNotFoundError:
+        if os.path.lexists(where):
+            raise SemanticError(f"the model file {name} is a broken symlink") from None
+        return None
+    except OSError as exc:
+        raise SemanticError(f"the model file {name} cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SemanticError(f"the model file {name} is not a regular file")
+    if info.st_size > limit:
+        raise SemanticError(f"the model file {name} is larger than the {limit >> 20} MiB amem reads")
+    return where
+
+
 def folder(path: str) -> Transformer:
     """A user's model folder (see the module's docstring); its name is the hash of its files' hashes."""
     files: dict[str, str] = {}
 
-    def need(name: str) -> str:
-        where = os.path.join(path, name)
-        if not os.path.isfile(where):
+    def need(name: str, limit: int = MAX_JSON_BYTES) -> str:
+        where = model_file(path, name, limit)
+        if where is None:
             raise SemanticError(f"the model folder has no {name}")
         files[name] = sha256_of(where)
         return where
 
     tokenizer = need("tokenizer.json")
-    if os.path.isfile(os.path.join(path, "model.onnx")):
+    if model_file(path, "model.onnx", MAX_WEIGHTS_BYTES):
         backend: Backend = _folder_onnx(path, files)
-    elif os.path.isfile(os.path.join(path, "model.safetensors")):
+    elif model_file(path, "model.safetensors", MAX_WEIGHTS_BYTES):
         one_blas_thread()
-        backend = NumpyBert(need("model.safetensors"), need("config.json"))
+        backend = NumpyBert(need("model.safetensors", MAX_WEIGHTS_BYTES), need("config.json"))
     else:
         raise SemanticError("the model folder has neither model.onnx nor model.safetensors")
     pooling = "mean"
-    if os.path.isfile(os.path.join(path, "1_Pooling", "config.json")):
+    if model_file(path, os.path.join("1_Pooling", "config.json")):
         with open(need(os.path.join("1_Pooling", "config.json")), encoding="utf-8") as handle:
             settings = json.load(handle)
         if settings.get("pooling_mode_cls_token"):
@@ -454,12 +480,12 @@ def declared_scripts(path: str) -> tuple[str, ...] | None:
     """The scripts model folder `path` declares in SCRIPTS_FILE (`{"scripts": ["latin", "cjk"]}`), None
     without the file; SemanticError when the file is there but is not such a declaration. Read without
     loading the model, so that a search answered by the keeper fuses as one that loads it."""
-    where = os.path.join(path, SCRIPTS_FILE)
+    where = model_file(path, SCRIPTS_FILE)
+    if where is None:
+        return None
     try:
         with open(where, encoding="utf-8") as handle:
             settings = json.load(handle)
-    except FileNotFoundError:
-        return None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise SemanticError(f"the model folder's {SCRIPTS_FILE} cannot be read ({type(exc).__name__})") from None
     scripts = settings.get("scripts") if isinstance(settings, dict) else None
