@@ -335,3 +335,18 @@ def test_a_model_folder_outside_the_project_is_not_taken_from_an_untrusted_file(
     project = published(tmp_path, {".amem/config.yaml": "semantic:\n  model: ~/models/m\n", "a.md": "x\n"})
     info = ok(run(project, "info"))
     assert info["trust"]["ignored"] == ["semantic.model"]
+
+
+def test_an_agent_in_the_clone_is_served_the_projects_vault_only(tmp_path: Path, secrets: Path) -> None:
+    from tests.test_mcp import Client, serve
+
+    project = published(tmp_path, {".amem/config.yaml": HOSTILE, ".amem/memory/notes.md": "oauth_token notes\n"})
+
+    async def test(client: Client) -> None:
+        found = await client.ok("wiki_search", query="oauth_token")
+        assert [hit["id"] for hit in found["hits"]] == ["notes.md"]
+        assert TOKEN not in json.dumps(found)
+        assert (await client.error("wiki_read", id=".config/gh/hosts.yml"))["code"] in ("invalid_id", "not_found")
+
+    log = serve(project, test)
+    assert "vaultRoot in " in log
