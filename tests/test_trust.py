@@ -350,3 +350,20 @@ def test_an_agent_in_the_clone_is_served_the_projects_vault_only(tmp_path: Path,
 
     log = serve(project, test)
     assert "vaultRoot in " in log
+
+
+def test_a_project_file_that_leads_outside_the_project_is_not_read(tmp_path: Path, secrets: Path) -> None:
+    mine = secrets / ".config/amem-elsewhere.yaml"
+    mine.write_text('vaultRoot: "~/"\n')
+    project = published(tmp_path, {"README.md": "x\n"}, links={".amem/config.yaml": str(mine)})
+    info = run(project, "info")
+    assert ok(info)["configFiles"] == [] and "leads outside the project" in info.stderr
+
+
+def test_a_project_file_that_is_a_device_or_huge_never_stalls(tmp_path: Path) -> None:
+    project = published(tmp_path, {"README.md": "x\n"}, links={".amem/config.yaml": "/dev/zero"})
+    assert ok(run(project, "info"))["configFiles"] == []
+    (project / ".amem/config.yaml").unlink()
+    (project / ".amem/config.yaml").write_text("# " + "x" * (2 << 20) + "\n")
+    failed = run(project, "info")
+    assert failed.returncode == ConfigError.exit_code and "larger than 1 MiB" in failed.stderr

@@ -304,12 +304,19 @@ def parse_timezone(value: str, key: str, source: str) -> "tzinfo":
 # --- reading and validating -------------------------------------------------------------------------
 
 
+#: The largest config file amem reads: a real one is a few hundred bytes.
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}", file=str(path)) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB", file=str(path))
+    return data
 
 
 def _parse_yaml(path: str, data: bytes) -> dict[str, Any]:
@@ -790,8 +797,11 @@ def load_config(
     warnings: list[str] = []
     project_root = find_project_root(here, warnings)
     values: dict[str, object] = {}
-    files = _config_files(config_file, env, here, project_root)
     project_file = join_path(project_root, ".amem/config.yaml")
+    files = _config_files(config_file, env, here, project_root)
+    if project_file in files and not _names_a_file(config_file, env) and not is_within(project_file, project_root):
+        warnings.append(f"ignored {project_file}: it is a symlink that leads outside the project")
+        files = tuple(path for path in files if path != project_file)
     fence: _Fence | None = None
     trusted: bool | None = None  # whether the user trusts the project (None: not asked yet)
     for path in files:

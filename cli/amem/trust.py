@@ -9,6 +9,7 @@ one project never rewrites another's record. Nothing here reads the vault or run
 
 import hashlib
 import os
+import stat
 
 #: What a record holds in place of a digest for a project that had no config file when it was trusted.
 ABSENT = "absent"
@@ -24,13 +25,21 @@ def digest_of(data: bytes | None) -> str:
     return ABSENT if data is None else hashlib.sha256(data).hexdigest()
 
 
+#: The most bytes of a project file taken into its digest; the config loader refuses a larger file.
+_MOST = (1 << 20) + 1
+
+
 def read_project_file(path: str) -> bytes | None:
-    """The project file's bytes, None when there is none."""
+    """The project file's bytes (at most the first MiB and one byte), None when it is not a regular file, as
+    the config loader reads none but a regular file."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except (FileNotFoundError, NotADirectoryError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
         return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(_MOST)
 
 
 def _record(path: str) -> str:
