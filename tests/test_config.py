@@ -15,7 +15,7 @@ from tests.conftest import write_file
 
 
 def user_config(text: str) -> Path:
-    from amem.config import config_home
+    from amem.paths import config_home
 
     return write_file(config_home() / "amem" / "config.yaml", text)
 
@@ -272,7 +272,7 @@ def test_each_variable_wins_over_the_file_and_blank_is_unset(
 
 
 def test_semantic_is_a_switch_or_a_mapping_with_its_model(isolated_env: Path) -> None:
-    from amem.config import config_home
+    from amem.paths import config_home
 
     assert load_config().semantic_model == "static" and load_config().semantic is False
     user_config("semantic: true\n")
@@ -305,7 +305,7 @@ _SEGMENTS = st.sampled_from(["", ".", "..", "a", "b c", "~", ".amem", " x "])
 def test_pure_path_spells_a_path_as_pathlib_does(segments: list[str], root: str, trailing: bool) -> None:
     from pathlib import PurePosixPath
 
-    from amem.config import pure_path
+    from amem.paths import pure_path
 
     path = root + "/".join(segments) + ("/" if trailing else "")
     assert pure_path(path) == str(PurePosixPath(path))
@@ -313,14 +313,14 @@ def test_pure_path_spells_a_path_as_pathlib_does(segments: list[str], root: str,
 
 @given(st.lists(_SEGMENTS, max_size=4), st.lists(_SEGMENTS, max_size=4), st.sampled_from(["", "/", "//"]))
 def test_join_path_joins_as_pathlib_does(base: list[str], rest: list[str], root: str) -> None:
-    from amem.config import join_path
+    from amem.paths import join_path
 
     start, path = "/" + "/".join(base), root + "/".join(rest)
     assert join_path(start, path) == str(Path(start) / path)
 
 
 def test_folder_checks_answer_as_pathlib_does(tmp_path: Path) -> None:
-    from amem.config import is_file, is_folder
+    from amem.paths import is_file, is_folder
 
     write_file(tmp_path / "f", "x")
     os.symlink("loop", tmp_path / "loop")

@@ -53,6 +53,7 @@ AMEM_BASE = LAYERS | frozenset(
     | {f"amem.commands.{name}" for name in COMMANDS}
     | {"amem.interrupt"}  # a Ctrl-C that Python could not raise while the modules loaded
     | {"amem.outcome"}  # every failure as amem's error
+    | {"amem.paths", "amem.trust"}  # the folders, and whether the project's config file is trusted
 )
 
 #: The notes themselves: YAML frontmatter (its C loader brings cython_runtime), the SQLite index, and
@@ -210,6 +211,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         frozenset({"amem.notes.ids", "amem.info"}),
         "amem.info",
     ),
+    # the project file's SHA-256, recorded in the state folder by an atomic write
+    "trust": (["trust"], frozenset({"hashlib"}), frozenset({"amem.atomicfile"}), "amem.trust"),
     "watch": (
         ["watch", "no-such-folder"],
         PATHLIB | GIT | WATCH | {"fcntl", "heapq", "base64", "binascii", "bisect", "struct"},
@@ -330,8 +333,10 @@ finally:
 #: pathlib, no typing, no command module.
 FAST_PATH = frozenset({"re", "enum", "copyreg", "functools", "json", "fcntl", "errno", "itertools", "keyword"})
 FAST_PATH |= {"operator", "reprlib", "collections", "types"}  # what `re` and `enum` stand on
+FAST_PATH |= {"stat", "typing", "contextlib", "warnings"}  # the project root, found as the config loader finds it
 FAST_PATH_AMEM = frozenset({"amem", "amem.__main__", "amem.interrupt", "amem.index"})
 FAST_PATH_AMEM |= {"amem.index.keeper_client", "amem.index.keeper_ask", "amem.index.keeper_fast"}
+FAST_PATH_AMEM |= {"amem.paths"}
 
 
 @pytest.mark.parametrize("args", [["search", "x"], ["read", "x"], ["list"]], ids=lambda a: a[0])

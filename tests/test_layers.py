@@ -26,7 +26,15 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "floor",
         frozenset(
             {"amem", "amem.errors", "amem.digest", "amem.timefmt", "amem.atomicfile", "amem.report", "amem.output"}
-            | {"amem.config", "amem.cachedir", "amem.shapes", "amem.interrupt", "amem.outcome"}
+            | {
+                "amem.config",
+                "amem.paths",
+                "amem.trust",
+                "amem.cachedir",
+                "amem.shapes",
+                "amem.interrupt",
+                "amem.outcome",
+            }
         ),
     ),
     ("the note model", frozenset({"amem.notes"})),

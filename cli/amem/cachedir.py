@@ -31,7 +31,7 @@ def ensure_cache_folder(folder: str) -> str:
         first = exc
     from pathlib import Path  # only to repair: a cache in use never comes here
 
-    from .config import cache_home
+    from .paths import cache_home
 
     owned = cache_home() / "amem"
     repaired = False
@@ -55,7 +55,7 @@ def ensure_cache_folder(folder: str) -> str:
 
 def make_folders(folder: str, *, parents: bool = True) -> None:
     """`Path(folder).mkdir(parents=True, exist_ok=True)`, step for step, without loading `pathlib`."""
-    from .config import is_folder
+    from .paths import is_folder
 
     try:
         os.mkdir(folder)

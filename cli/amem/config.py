@@ -6,13 +6,22 @@ Knows nothing of Click; commands hand it their flags by key name, and they are c
 import errno
 import os
 import re
-import stat
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .digest import sha1_hex
 from .errors import AmemError, ConfigError, UsageError
-from .trust import is_trusted, read_project_file
+from .paths import (
+    as_path,
+    find_project_root,
+    is_file,
+    is_folder,
+    is_within,
+    join_path,
+    pure_path,
+    xdg_home,
+)
+from .trust import Fence, is_trusted, vault_refusal
 
 if TYPE_CHECKING:
     from datetime import tzinfo  # loaded by the commands that tell times (a sync, a read need not)
@@ -97,103 +106,30 @@ class Config(NamedTuple):
     @property
     def cache_folder(self) -> str:
         """Per-vault state outside the vault's tracked files: index, last-seen table, locks."""
-        return os.path.join(_xdg_home("XDG_CACHE_HOME", ".cache"), "amem", "vaults", vault_key(self.vault_dir))
+        return os.path.join(xdg_home("XDG_CACHE_HOME", ".cache"), "amem", "vaults", vault_key(self.vault_dir))
 
     @property
     def cache_dir(self) -> "Path":
-        return _as_path(self.cache_folder)
+        return as_path(self.cache_folder)
 
     @property
     def cwd(self) -> "Path":
-        return _as_path(self.work_dir)
+        return as_path(self.work_dir)
 
     @property
     def project_root(self) -> "Path":
-        return _as_path(self.project_dir)
+        return as_path(self.project_dir)
 
     @property
     def vault_root(self) -> "Path":
-        return _as_path(self.vault_dir)
+        return as_path(self.vault_dir)
 
     @property
     def config_files(self) -> "tuple[Path, ...]":
-        return tuple(_as_path(path) for path in self.config_paths)
+        return tuple(as_path(path) for path in self.config_paths)
 
     def with_vault(self, vault_root: str | os.PathLike[str]) -> "Config":
         return self._replace(vault_dir=pure_path(os.fspath(vault_root)))
-
-
-# --- paths as pathlib spells them, without pathlib ----------------------------------------------------
-
-
-def _as_path(path: str) -> "Path":
-    """`Path(path)`, `pathlib` loaded only by the callers that ask for a Path."""
-    from pathlib import Path
-
-    return Path(path)
-
-
-def pure_path(path: str) -> str:
-    """`str(PurePosixPath(path))`: empty and `.` segments dropped, trailing slashes too, `..` kept, and
-    two leading slashes (not one, not three) kept as POSIX allows."""
-    root = "//" if path[:2] == "//" and path[2:3] != "/" else "/" if path[:1] == "/" else ""
-    return root + "/".join(part for part in path.split("/") if part and part != ".") or "."
-
-
-def join_path(base: str, path: str) -> str:
-    """`str(Path(base) / path)`: `path` itself when it is absolute."""
-    return pure_path(os.path.join(base, path))
-
-
-#: The errors pathlib's `exists()`, `is_dir()` and `is_file()` answer False to; any other they raise.
-_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
-
-
-def _file_type(path: str) -> int | None:
-    """The file type bits of `path` (symlinks followed), None where pathlib's checks would say False."""
-    try:
-        return stat.S_IFMT(os.stat(path).st_mode)
-    except OSError as exc:
-        if exc.errno not in _MISSING:
-            raise
-        return None
-    except ValueError:
-        return None
-
-
-def is_folder(path: str) -> bool:
-    """`Path(path).is_dir()`."""
-    return _file_type(path) == stat.S_IFDIR
-
-
-def is_file(path: str) -> bool:
-    """`Path(path).is_file()`."""
-    return _file_type(path) == stat.S_IFREG
-
-
-def _home() -> str:
-    """`str(Path.home())`."""
-    home = os.path.expanduser("~")
-    if home[:1] == "~":
-        raise RuntimeError("Could not determine home directory.")
-    return pure_path(home)
-
-
-def _xdg_home(variable: str, default: str) -> str:
-    base = os.environ.get(variable)
-    return pure_path(base) if base and os.path.isabs(base) else join_path(_home(), default)
-
-
-def cache_home() -> "Path":
-    return _as_path(_xdg_home("XDG_CACHE_HOME", ".cache"))
-
-
-def state_home() -> "Path":
-    return _as_path(_xdg_home("XDG_STATE_HOME", ".local/state"))
-
-
-def config_home() -> "Path":
-    return _as_path(_xdg_home("XDG_CONFIG_HOME", ".config"))
 
 
 def vault_key(vault_root: str | os.PathLike[str]) -> str:
@@ -202,56 +138,6 @@ def vault_key(vault_root: str | os.PathLike[str]) -> str:
     digest = sha1_hex(real.encode("utf-8", "surrogateescape"))[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(real) or "root")[:40]
     return f"{name}-{digest}"
-
-
-def find_project_root(cwd: str, warnings: list[str] | None = None) -> str:
-    """The nearest ancestor of `cwd` holding a `.amem/` folder of this user's (or root's), looking no higher
-    than the git top-level, nor, outside a repository, than the home folder; failing that the git
-    top-level; failing that `cwd` itself (an absolute path). A `.amem/` owned by another user is passed
-    over with a warning, as git passes over a repository it does not trust."""
-    home = _home_or_none()
-    folder = cwd
-    while True:
-        amem = join_path(folder, ".amem")
-        if is_folder(amem):
-            if _owned_by_us(amem):
-                return folder
-            if warnings is not None:
-                warnings.append(
-                    f"ignored {amem}: it belongs to another user, so its config and vault are not this project's"
-                )
-        if _file_type(join_path(folder, ".git")) is not None:
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder or folder == home:
-            return cwd
-        folder = parent
-
-
-def _home_or_none() -> str | None:
-    try:
-        return _home()
-    except RuntimeError:
-        return None
-
-
-def _owned_by_us(path: str) -> bool:
-    """Whether `path` belongs to the user running amem, or to root."""
-    getuid = getattr(os, "getuid", None)
-    if getuid is None:  # no owners to compare on this system
-        return True
-    try:
-        owner = os.stat(path).st_uid
-    except OSError:
-        return False
-    return owner in (getuid(), 0)
-
-
-def is_within(path: str, root: str) -> bool:
-    """Whether `path` is `root` or lies below it, both taken by their real paths (symlinks followed; the
-    missing end of a path taken as written)."""
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real == top or real.startswith(top.rstrip("/") + "/")
 
 
 def vault_problem(config: Config) -> str | None:
@@ -346,7 +232,7 @@ class _Validator:
     """Checks one file's (or the environment's) values, naming key and source in every error. Relative
     folders are taken from `base`: the config file's folder, or the working directory."""
 
-    def __init__(self, source: str, warnings: list[str], base: str, fence: "_Fence | None" = None) -> None:
+    def __init__(self, source: str, warnings: list[str], base: str, fence: "Fence | None" = None) -> None:
         self.source = source
         self.warnings = warnings
         self.base = base
@@ -662,50 +548,15 @@ for _section in _SECTIONS:
         _SECTIONS[_section].add(_ENABLED)
 
 
-#: What an untrusted project file may not set at all: where observations and the user's secret are sent,
-#: and commits made in the user's name (their identity, hooks and signing key) beyond the note itself.
-_NEVER_UNTRUSTED = {
-    "watch.url": "it sends observations elsewhere",
-    "watch.secret": "it is a secret sent elsewhere",
-    "git.autoCommit": "it makes commits in your name",
-}
-#: What an untrusted project file may set only to places inside the project (real paths, symlinks followed).
-_PLACES_UNTRUSTED = frozenset({"vaultRoot", "watch.dirs", "semantic.model"})
-TRUST_HINT = "run `amem trust` in the project to trust the file as it is now"
-
-
-class _Fence:
-    """Keeps an untrusted project file's settings inside the project: a key that reaches outside it is
-    ignored with a warning naming the key, the file and how to trust it (SPEC §1)."""
-
-    def __init__(self, project_root: str, file: str, warnings: list[str]) -> None:
-        self.project_root = project_root
-        self.file = file
-        self.warnings = warnings
-        #: the keys ignored, and those taken, from the file
-        self.ignored: list[str] = []
-        self.taken: set[str] = set()
-
-    def admits(self, name: str, value: object) -> bool:
-        why = _NEVER_UNTRUSTED.get(name)
-        if why is None and name in _PLACES_UNTRUSTED:
-            outside = [p for p in self._places(name, value) if not is_within(p, self.project_root)]
-            why = "it names a place outside the project" if outside else None
-        if why is None:
-            self.taken.add(name)
-            return True
-        self.ignored.append(name)
-        self.warnings.append(f"{name} in {self.file} is ignored: {why}, and the file is not trusted ({TRUST_HINT})")
-        return False
-
-    def _places(self, name: str, value: object) -> tuple[str, ...]:
-        if isinstance(value, tuple) and value[:1] == ("project",):  # a relative vaultRoot
-            return (join_path(self.project_root, str(value[1])),)
-        if isinstance(value, tuple):
-            return tuple(str(v) for v in value)
-        if name == "semantic.model" and value in SEMANTIC_MODELS:
-            return ()
-        return (str(value),)
+def _places(name: str, value: object, project_root: str) -> tuple[str, ...]:
+    """The folders and files a checked value names (none for a bundled model's name)."""
+    if isinstance(value, tuple) and value[:1] == ("project",):  # a relative vaultRoot
+        return (join_path(project_root, str(value[1])),)
+    if isinstance(value, tuple):
+        return tuple(str(v) for v in value)
+    if name == "semantic.model" and value in SEMANTIC_MODELS:
+        return ()
+    return (str(value),)
 
 
 def _set(values: dict[str, object], check: _Validator, name: str, raw: object) -> None:
@@ -713,7 +564,8 @@ def _set(values: dict[str, object], check: _Validator, name: str, raw: object) -
     if key is None:
         return  # an unknown key: warned about, ignored
     value = key.check(check, name, raw)
-    if value is not None and (check.fence is None or check.fence.admits(name, value)):
+    fence = check.fence
+    if value is not None and (fence is None or fence.admits(name, _places(name, value, fence.project_root))):
         values[name] = value
 
 
@@ -797,46 +649,22 @@ def load_config(
     warnings: list[str] = []
     project_root = find_project_root(here, warnings)
     values: dict[str, object] = {}
-    project_file = join_path(project_root, ".amem/config.yaml")
-    files = _config_files(config_file, env, here, project_root)
-    if project_file in files and not _names_a_file(config_file, env) and not is_within(project_file, project_root):
-        warnings.append(f"ignored {project_file}: it is a symlink that leads outside the project")
-        files = tuple(path for path in files if path != project_file)
-    fence: _Fence | None = None
-    trusted: bool | None = None  # whether the user trusts the project (None: not asked yet)
-    for path in files:
-        data = _read_bytes(path)
-        if path == project_file and not _names_a_file(config_file, env):
-            trusted = is_trusted(project_file, data)
-            fence = None if trusted else _Fence(project_root, path, warnings)
-        _apply_file(values, _parse_yaml(path, data), _Validator(path, warnings, os.path.dirname(path), fence))
+    files = _config_files(config_file, env, here, project_root, warnings)
+    project_file = None if _names_a_file(config_file, env) else join_path(project_root, ".amem/config.yaml")
+    fence = _apply_files(values, files, project_file, project_root, warnings)
     _apply_env(values, env, warnings, here)
     _apply_flags(values, flags or {}, _FlagValidator("the command line", warnings, here))
 
     configured = values.pop("vaultRoot", None)
-    if vault is not None:
-        vault_root = join_path(here, os.path.expanduser(os.fspath(vault)))
-    elif isinstance(configured, tuple):
-        vault_root = join_path(project_root, configured[1])
-    elif isinstance(configured, str):
-        vault_root = configured
-    else:
-        vault_root = join_path(project_root, ".amem/memory")
-    vault_root = pure_path(os.path.normpath(vault_root))
-    chosen_by_project = vault is None and (
-        configured is None
-        or (fence is not None and "vaultRoot" in fence.taken and _env_setting(env, ("AMEM_VAULT",)) is None)
+    vault_root = _vault_root_of(vault, configured, here, project_root)
+    trusted_file = fence is None and project_file in files
+    refusal = (
+        None
+        if trusted_file
+        else _chosen_by_project(vault, configured, fence, env) and vault_refusal(vault_root, project_root)
     )
-    if chosen_by_project and not is_within(vault_root, project_root):
-        if trusted is None:
-            trusted = is_trusted(project_file, read_project_file(project_file))
-        if not trusted:
-            raise ConfigError(
-                f"the vault {os.path.basename(vault_root)!r} leads outside the project (through a symlink) and "
-                f"the project is not trusted: {TRUST_HINT}, or name the vault with --vault or AMEM_VAULT",
-                key="vaultRoot",
-                file=project_file,
-            )
+    if refusal:
+        raise ConfigError(refusal, key="vaultRoot", file=join_path(project_root, ".amem/config.yaml"))
 
     settings = {key.field: values.get(key.name, key.default) for key in KEYS if key.name != "vaultRoot"}
     watch = {key.field: settings.pop(key.field) for key in KEYS if key.name.startswith("watch.")}
@@ -853,22 +681,61 @@ def load_config(
     )
 
 
+def _apply_files(
+    values: dict[str, object], files: tuple[str, ...], project_file: str | None, project_root: str, warnings: list[str]
+) -> "Fence | None":
+    """Lay the config files over `values`, the project file (None when the user named the one file to read)
+    fenced in when the user does not trust it; that fence, or None."""
+    fence = None
+    for path in files:
+        data = _read_bytes(path)
+        if path == project_file and not is_trusted(project_file, data):
+            fence = Fence(project_root, path, warnings)
+        _apply_file(values, _parse_yaml(path, data), _Validator(path, warnings, os.path.dirname(path), fence))
+    return fence
+
+
+def _vault_root_of(vault: str | os.PathLike[str] | None, configured: object, here: str, project_root: str) -> str:
+    """The vault folder: --vault (from the working directory), else the configured one, else the default."""
+    if vault is not None:
+        root = join_path(here, os.path.expanduser(os.fspath(vault)))
+    elif isinstance(configured, tuple):
+        root = join_path(project_root, configured[1])
+    elif isinstance(configured, str):
+        root = configured
+    else:
+        root = join_path(project_root, ".amem/memory")
+    return pure_path(os.path.normpath(root))
+
+
+def _chosen_by_project(
+    vault: str | os.PathLike[str] | None, configured: object, fence: "Fence | None", env: Mapping[str, str]
+) -> bool:
+    """Whether the project chose the vault: its default folder, or its untrusted file's vaultRoot."""
+    if vault is not None:
+        return False
+    taken = fence is not None and "vaultRoot" in fence.taken
+    return configured is None or (taken and _env_setting(env, ("AMEM_VAULT",)) is None)
+
+
 def _names_a_file(config_file: str | os.PathLike[str] | None, env: Mapping[str, str]) -> bool:
     """Whether --config or AMEM_CONFIG names the one config file to read (the user's choice: trusted)."""
     return config_file is not None or _env_text(env, "AMEM_CONFIG") is not None
 
 
 def _config_files(
-    config_file: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: str, project_root: str
+    config_file: str | os.PathLike[str] | None, env: Mapping[str, str], cwd: str, project_root: str, warnings: list[str]
 ) -> tuple[str, ...]:
-    """The one file --config or AMEM_CONFIG names, else those of the user and the project that exist."""
+    """The one file --config or AMEM_CONFIG names, else those of the user and the project that exist (a
+    project file that a symlink leads out of the project passed over with a warning)."""
     named = config_file if config_file is not None else _env_text(env, "AMEM_CONFIG")
     if named is None:
-        candidates = (
-            join_path(_xdg_home("XDG_CONFIG_HOME", ".config"), "amem/config.yaml"),
-            join_path(project_root, ".amem/config.yaml"),
-        )
-        return tuple(p for p in candidates if is_file(p))
+        user = join_path(xdg_home("XDG_CONFIG_HOME", ".config"), "amem/config.yaml")
+        project = join_path(project_root, ".amem/config.yaml")
+        if is_file(project) and not is_within(project, project_root):
+            warnings.append(f"ignored {project}: it is a symlink that leads outside the project")
+            return tuple(p for p in (user,) if is_file(p))
+        return tuple(p for p in (user, project) if is_file(p))
     path = join_path(cwd, os.path.expanduser(os.fspath(named)))
     if not is_file(path):
         source = "--config" if config_file is not None else "AMEM_CONFIG"

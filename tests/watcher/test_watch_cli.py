@@ -17,8 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from amem.cli import cli
-from amem.config import load_config, state_home
+from amem.config import load_config
 from amem.errors import UsageError
+from amem.paths import state_home
 
 from ..conftest import write_file
 from .agentmemory_standin import StandInServer

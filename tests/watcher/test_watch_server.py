@@ -17,8 +17,9 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amem.config import load_config, state_home
+from amem.config import load_config
 from amem.fswatch.rules import IgnoreRules, WatchedRoot
+from amem.paths import state_home
 from amem.watcher.observation import SessionIds, observe_path
 from amem.watcher.sinks import ServerSink, StdoutSink, VaultSink
 from amem.watcher.spool import ObservationSpool, server_key

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 import click
@@ -31,7 +30,9 @@ def command(revoke: bool) -> None:
     file is untrusted again. A project with no config file may be trusted too (its default vault may then
     lead elsewhere through a symlink). Prints {file, exists, sha256, trusted}.
     """
-    from ..config import find_project_root
+    import hashlib
+
+    from ..paths import find_project_root
     from ..trust import project_file, read_project_file, trust
     from ..trust import revoke as forget
 

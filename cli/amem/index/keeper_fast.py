@@ -411,7 +411,7 @@ def _kind(path: str) -> int | None:
 
 def _project_root(cwd: str) -> str:
     """`config.find_project_root`; a `.amem/` it passes over (another user's) is the loader's to warn of."""
-    from ..config import find_project_root
+    from ..paths import find_project_root
 
     passed_over: list[str] = []
     root = find_project_root(cwd, passed_over)
@@ -440,7 +440,7 @@ def _vault_root(flag: str | None, cwd: str, project: str) -> str | None:
             return None
     else:
         root = os.path.join(project, ".amem", "memory")
-        from ..config import is_within
+        from ..paths import is_within
 
         if not is_within(root, project):
             return None  # the project's vault leads elsewhere: the loader judges whether the user trusts it

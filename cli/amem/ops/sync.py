@@ -732,27 +732,11 @@ def sync_vault(
     outcome.pulled = _ids(place, pulled, config.extensions)
     if end is not None and end != start:
         report_attributes(place.repo, start, end, config.extensions, reporter)
-        _report_project_file(project_file, project_bytes, reporter)
+        if (changed := trust.change_warning(project_file, project_bytes)) is not None:
+            reporter.warn(changed)
     outcome.conflicts = _conflicts(config, place, conflicted, outcome.pulled, reporter)
     _maintain(place, made_or_got=outcome.commit is not None or theirs not in (None, place.head) or end != place.head)
     return outcome
-
-
-def _report_project_file(path: str, before: bytes | None, reporter: Reporter) -> None:
-    """Warn when the pull changed the project's .amem/config.yaml: a collaborator's file is untrusted until
-    the user reviews and trusts it (SPEC §1)."""
-    after = trust.read_project_file(path)
-    if after == before:
-        return
-    what = "removed" if after is None else "changed"
-    reporter.warn(
-        f"this sync {what} the project's .amem/config.yaml; "
-        + (
-            "the project is still trusted as it is now"
-            if trust.is_trusted(path, after)
-            else "review it: its keys that reach outside the project are ignored until you run `amem trust`"
-        )
-    )
 
 
 #: How git spells a false boolean setting.

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..config import cache_home, state_home
 from ..errors import UsageError, WatchError
 from ..fswatch.rules import IgnoreRules, WatchedRoot
 from ..notes.ids import is_inside
+from ..paths import cache_home, state_home
 from .debounce import Debouncer
 from .observation import SessionIds, git_toplevel, observe_path, project_name
 
