@@ -31,7 +31,8 @@ def command(app: AppContext, prefix: str | None, staged: bool, strict: bool) -> 
     """Report what is wrong in the vault, or in the notes whose id starts with PREFIX.
 
     Prints {problems: [{kind, severity, id, line, message, …}], counts: {kind: n}, notes}. Errors:
-    broken-link, case-twin, malformed-frontmatter, not-utf8, unreadable. Warnings: ambiguous-link,
+    broken-link, case-twin, malformed-frontmatter, not-utf8, not-utf8-name (a file or folder name that is
+    not UTF-8, which scans skip; its id shows such bytes as \\xNN), unreadable. Warnings: ambiguous-link,
     alias-collision, conflict-copy, stray-temporary. Info: orphan, oversized (check.maxNoteBytes).
     Exits 0 when no error was found (--strict: no warning either), else with the `problems` code, the
     report still on stdout.

@@ -13,7 +13,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from ..notes.links import LinkResolver
-from .scan import VaultScan, Walker, scan_vault
+from .scan import VaultScan, Walker, is_utf8, scan_vault
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -102,6 +102,8 @@ def _list_folder(walker: Walker, rel: str) -> tuple[list[str], list[tuple[str, i
     with entries:
         for entry in entries:
             name = entry.name
+            if not is_utf8(name):
+                continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if not walker.skips_folder(name):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..atomicfile import TEMP_SUFFIX
 from ..notes.links import LinkResolver, link_key, normalise_target, resolve_stored
-from .scan import VaultScan, Walker
+from .scan import VaultScan, Walker, is_utf8, shown_name
 from .sql import select_in
 
 if TYPE_CHECKING:
@@ -21,10 +21,13 @@ if TYPE_CHECKING:
 
 class VaultFiles(NamedTuple):
     """The files of the vault's indexed folders that are not notes: attachments (`![[diagram.png]]` names
-    one) and amem's temporary files, each by vault-relative path."""
+    one) and amem's temporary files, each by vault-relative path; and the files and folders whose name is
+    not UTF-8, which every scan skips, as `shown_name` prints them."""
 
     attachments: list[str]
     temporaries: list[str]
+    #: a folder's ends in `/`; its files are not listed
+    not_utf8: tuple[str, ...] = ()
 
 
 def vault_files(config: Config) -> VaultFiles:
@@ -33,6 +36,7 @@ def vault_files(config: Config) -> VaultFiles:
     walker = Walker(config, VaultScan())
     attachments: list[str] = []
     temporaries: list[str] = []
+    not_utf8: list[str] = []
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -45,20 +49,26 @@ def vault_files(config: Config) -> VaultFiles:
                 name = entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if not walker.skips_folder(name):
+                        if walker.skips_folder(name):
+                            continue
+                        if is_utf8(name):
                             stack.append(f"{rel}{name}/")
+                        else:
+                            not_utf8.append(f"{rel}{name}/")
+                    elif not is_utf8(name):
+                        not_utf8.append(rel + name)
                     elif name.endswith(TEMP_SUFFIX):
                         temporaries.append(rel + name)
                     elif not name.lower().endswith(walker.extensions) and entry.is_file():
                         attachments.append(rel + name)
                 except OSError:
                     continue  # gone during the listing
-    return VaultFiles(sorted(attachments), sorted(temporaries))
+    return VaultFiles(sorted(attachments), sorted(temporaries), tuple(sorted(map(shown_name, not_utf8))))
 
 
 def attachment_resolver(paths: list[str]) -> LinkResolver:
-    """Resolves a link target to an attachment as Obsidian does a note (exact path, path suffix, base name,
-    case ignored), the name taken as written: `![[diagram.png]]` finds `assets/Diagram.png`."""
+    """Resolves a link target to an attachment as Obsidian does a note (exact path, path suffix, base name
+    for a bare name, case ignored), the name taken as written: `![[diagram.png]]` finds `assets/Diagram.png`."""
     return LinkResolver(paths, ())
 
 

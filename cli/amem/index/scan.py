@@ -1,6 +1,7 @@
 """A scan of the vault: which notes exist and their (mtime, size), listed by the index's folder rules
 (skip `.git`, `node_modules`, `.obsidian`, other dot-folders unless indexHiddenDirs, and excludeDirs),
-without following symlinked folders or reading a file outside the vault."""
+without following symlinked folders or reading a file outside the vault. Every listing of the vault skips
+a file or folder whose name is not UTF-8 (`is_utf8`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,24 @@ ALWAYS_SKIPPED = frozenset({".git", "node_modules", ".obsidian"})
 RACY_NS = 2_000_000_000
 #: folders still to list, with their mtimes
 _Stack = list[tuple[str, int]]
+
+
+def is_utf8(name: str) -> bool:
+    """Whether a name the file system gave is UTF-8. One that is not (a Latin-1 `résumé.md` committed
+    elsewhere) holds `os.fsdecode`'s surrogate escapes, which no id, index row or JSON output can carry:
+    every listing of the vault skips it, and `check` names it (`shown_name`)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(path: str) -> str:
+    """A path whose name is not UTF-8 as a message can print it, each byte that is not UTF-8 as `\\xNN`."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 class VaultScan:
@@ -85,8 +104,10 @@ class Walker:
         if not lowered.endswith(self.extensions) or lowered.endswith(TEMP_SUFFIX) or not note_id:
             return False
         parts = note_id.split("/")
-        return all(part and part not in (".", "..") for part in parts) and not any(
-            self.skips_folder(part) for part in parts[:-1]
+        return (
+            is_utf8(note_id)
+            and all(part and part not in (".", "..") for part in parts)
+            and not any(self.skips_folder(part) for part in parts[:-1])
         )
 
     def stat_note(self, note_id: str) -> tuple[int, int] | None:
@@ -130,6 +151,8 @@ class Walker:
         extensions = self.extensions
         for entry in entries:
             name = entry.name
+            if not name.isascii() and not is_utf8(name):  # (no call for the usual ASCII name)
+                continue
             try:
                 if name.endswith(extensions) or name.lower().endswith(extensions):
                     if name.endswith(TEMP_SUFFIX):

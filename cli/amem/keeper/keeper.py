@@ -356,6 +356,8 @@ class Keeper:
     def _sorted(self, batch: list[str | None], folder: KeeperFolder) -> tuple[list[str], set[str]]:
         """The cookies (names in the keeper's folder, still there) and the notes (ids) a batch of events
         names; a folder's event ("") has set _dirty, the stop (None) is the caller's."""
+        from ..index.scan import is_utf8
+
         cookies: list[str] = []
         notes: set[str] = set()
         for path in batch:
@@ -366,7 +368,7 @@ class Keeper:
                 name = rel[len(SYNC_DIR) + 1 :]
                 if name.endswith(COOKIE_SUFFIX) and "/" not in name and folder.has(name):
                     cookies.append(name)
-            elif rel.lower().endswith(self.extensions):
+            elif rel.lower().endswith(self.extensions) and is_utf8(rel):  # else no scan lists it
                 notes.add(rel)
         return cookies, notes
 
@@ -449,11 +451,11 @@ def _tree_watcher(on_path: Any, on_folder: Any, warn: Any) -> TreeWatcher:
 
 def _index_rules(config: Config, root: str) -> IgnoreRules:
     """The watcher's ignore rules, answered by the index's walk: a folder is watched exactly when the index
-    lists it (not .git, node_modules, .obsidian, an excludeDirs name, or a dot-folder unless
-    indexHiddenDirs), plus the keeper's cookie folder; files are all reported, the keeper sorts them. (The
-    watcher's own defaults would skip folders the index lists, such as build/ and dist/.)"""
+    lists it (not .git, node_modules, .obsidian, an excludeDirs name, a dot-folder unless indexHiddenDirs,
+    or a name that is not UTF-8), plus the keeper's cookie folder; files are all reported, the keeper sorts
+    them. (The watcher's own defaults would skip folders the index lists, such as build/ and dist/.)"""
     from ..fswatch.rules import IgnoreRules
-    from ..index.scan import ALWAYS_SKIPPED
+    from ..index.scan import ALWAYS_SKIPPED, is_utf8
 
     skipped = set(ALWAYS_SKIPPED) | set(config.exclude_dirs)
     hidden = bool(config.index_hidden_dirs)
@@ -463,6 +465,6 @@ def _index_rules(config: Config, root: str) -> IgnoreRules:
             if not is_dir or rel == SYNC_DIR:
                 return False
             name = rel.rsplit("/", 1)[-1]
-            return name in skipped or (name.startswith(".") and not hidden)
+            return name in skipped or (name.startswith(".") and not hidden) or not is_utf8(name)
 
     return IndexRules(root, use_gitignore=False)

@@ -1,6 +1,6 @@
 """`amem check`: the vault's health as one report, for a git hook or CI: links that resolve to nothing or to
-one of several notes, case twins, frontmatter that does not parse, notes that are not UTF-8, conflict copies
-and temporaries left behind, aliases that collide, orphans and oversized notes.
+one of several notes, case twins, frontmatter that does not parse, notes and names that are not UTF-8,
+conflict copies and temporaries left behind, aliases that collide, orphans and oversized notes.
 
 Severities: `error` is something that is wrong in what the vault says (a link that leads nowhere, a note or
 its frontmatter that cannot be read, two notes a case-insensitive file system cannot hold); `warning` is
@@ -34,6 +34,7 @@ SEVERITY: dict[str, str] = {
     "case-twin": "error",
     "malformed-frontmatter": "error",
     "not-utf8": "error",
+    "not-utf8-name": "error",
     "unreadable": "error",
     "ambiguous-link": "warning",
     "alias-collision": "warning",
@@ -271,6 +272,23 @@ def _note_problems(health: Health) -> list[Problem]:
     return problems
 
 
+def name_problems(files: VaultFiles, prefix: str) -> list[Problem]:
+    """Files and folders whose name is not UTF-8, which no scan lists: each named with the bytes that are
+    not UTF-8 escaped (`\\xe9`), never printed raw."""
+    problems = []
+    for shown in files.not_utf8:
+        if not shown.startswith(prefix):
+            continue
+        what = (
+            "a folder whose name is not UTF-8: it and all it holds are"
+            if shown.endswith("/")
+            else "a file whose name is not UTF-8: it is"
+        )
+        message = f"{what} left out of the index, search and listings; rename it (bytes shown as \\xNN)"
+        problems.append(problem("not-utf8-name", shown, message))
+    return problems
+
+
 def leftover_problems(ids: Iterable[str], files: VaultFiles, prefix: str) -> list[Problem]:
     """Conflict copies that `sync` left to be resolved, and temporaries no running writer owns."""
     from ..atomicfile import parse_temporary, process_alive
@@ -330,6 +348,7 @@ def check_vault(config: Config, prefix: str | None = None, *, reporter: Reporter
         problems += twin_problems(health.case_twins(), prefix or "")
         problems += _alias_problems(health, names, resolver, prefix or "")
         problems += _note_problems(health)
+        problems += name_problems(files, prefix or "")
         problems += leftover_problems(health.ids_containing(CONFLICT_INFIX), files, prefix or "")
         problems += _info_problems(config, health)
         notes = health.notes()
