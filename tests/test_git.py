@@ -191,6 +191,7 @@ def test_auto_commit_from_config(isolated_env: Path, vault: Path, amem: Any) -> 
     init_repo(vault)
     (isolated_env / ".amem").mkdir()
     (isolated_env / ".amem" / "config.yaml").write_text("git:\n  autoCommit: true\n")
+    assert amem("trust").exit_code == 0  # a project file's autoCommit commits in the user's name
     result = amem("write", "n", "auto")
     assert result.exit_code == 0, result.stderr
     assert result.json["commit"] == head(vault)

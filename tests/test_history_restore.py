@@ -279,6 +279,7 @@ def test_restore_through_auto_commit_config(isolated_env: Path, repo_vault: Path
     second = amem("write", "n", "two", "--commit").json
     (isolated_env / ".amem").mkdir()
     (isolated_env / ".amem" / "config.yaml").write_text("git:\n  autoCommit: true\n")
+    assert amem("trust").exit_code == 0  # a project file's autoCommit commits in the user's name
     result = amem("restore", "n", first["commit"], "--base-version", second["version"])
     assert result.exit_code == 0, result.stderr
     assert result.json["commit"] == git(repo_vault, "rev-parse", "HEAD")

@@ -732,11 +732,16 @@ def sync_vault(
     outcome.pulled = _ids(place, pulled, config.extensions)
     if end is not None and end != start:
         report_attributes(place.repo, start, end, config.extensions, reporter)
-        if (changed := trust.change_warning(project_file, project_bytes)) is not None:
-            reporter.warn(changed)
+        _report_project_file(project_file, project_bytes, reporter)
     outcome.conflicts = _conflicts(config, place, conflicted, outcome.pulled, reporter)
     _maintain(place, made_or_got=outcome.commit is not None or theirs not in (None, place.head) or end != place.head)
     return outcome
+
+
+def _report_project_file(path: str, before: bytes | None, reporter: Reporter) -> None:
+    """Warn when the pull changed the project's .amem/config.yaml (SPEC §1)."""
+    if (changed := trust.change_warning(path, before)) is not None:
+        reporter.warn(changed)
 
 
 #: How git spells a false boolean setting.
