@@ -40,6 +40,7 @@ GIT_MISSING = "git is not installed or not on PATH; install git to use amem hist
 
 # Variables a git hook (or a caller) may export that would point our commands at another repository or
 # index than the one holding the vault; amem always locates the repository from the note's own folder.
+# `check --staged` alone passes an inherited GIT_INDEX_FILE back in (`gitvault.staged.commit_index`).
 _REPO_LOCATION_ENV = (
     "GIT_DIR",
     "GIT_WORK_TREE",
@@ -384,6 +385,26 @@ def _note_blob(repo: Repository, commit: str, rel: str) -> str | None:
     if found is not None and found[1] == "blob" and found[0] in ("100644", "100755"):
         return found[2]
     return None
+
+
+def read_blobs(repo: Repository, oids: Sequence[str]) -> dict[str, bytes]:
+    """The bytes of objects as git stores them, in one `git cat-file --batch`; an object the repository
+    does not have is left out."""
+    unique = list(dict.fromkeys(oids))
+    if not unique:
+        return {}
+    out = _run(["cat-file", "--batch"], repo.top, input="".join(f"{o}\n" for o in unique).encode()).stdout
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for oid in unique:
+        header_end = out.index(b"\n", pos)
+        header = out[pos:header_end].split()
+        pos = header_end + 1
+        if len(header) == 3 and header[2].isdigit():
+            size = int(header[2])
+            blobs[oid] = out[pos : pos + size]
+            pos += size + 1
+    return blobs
 
 
 def blob_content(repo: Repository, oid: str, rel: str) -> bytes:
