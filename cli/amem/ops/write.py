@@ -84,7 +84,7 @@ def write_note(
         if mode == "append":
             text = append_text(old_text, content, stamp, tz)
         else:
-            text = overwrite_text(old_text, content, stamp, tz)
+            text = overwrite_text(old_text, content, stamp, tz, reporter)
         if old_text is not None and "\r\n" in old_text:
             text = re.sub(r"(?<!\r)\n", "\r\n", text)  # keep a CRLF note CRLF
         bom = b"\xef\xbb\xbf" if old is not None and old.startswith(b"\xef\xbb\xbf") else b""

@@ -18,6 +18,7 @@ from ..digest import sha1_hex
 from ..errors import AmemError, Conflict, InternalError, InvalidId, IoError, NotFound, UsageError
 from ..notes.ids import NotARegularFile, NoteRef, is_inside, open_regular
 from ..notes.parse import ParsedNote, dump_frontmatter, parse_note, version_of
+from ..notes.simple_yaml import split_frontmatter
 from ..output import quote
 from ..timefmt import normalise
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from datetime import tzinfo
 
     from ..config import Config
+    from ..report import Reporter
 
 _HEADING_START = re.compile(r"^#{1,6}[ \t]")
 _LIFECYCLE = ("created", "updated")
@@ -313,9 +315,15 @@ def _last_heading(body: str) -> str | None:
     return last
 
 
-def overwrite_text(old: str | None, content: str, stamp: str, tz: tzinfo | None) -> str:
-    """The note after replacing its body: the caller's frontmatter keys win, old keys are kept, an
-    existing note is stamped `updated`; a new note gets no lifecycle keys."""
+def overwrite_text(
+    old: str | None, content: str, stamp: str, tz: tzinfo | None, reporter: Reporter | None = None
+) -> str:
+    """The note after replacing its body with `content`'s. Its frontmatter is merged by editing the old
+    block's lines, never re-rendered: the caller's keys replace that key's lines in place (or go at the
+    end), every other line keeps its bytes, and an existing note is stamped `updated`; a new note gets no
+    lifecycle keys. An old block that does not parse is kept as written, with a warning, when the caller
+    gives no keys to merge into it, and refused when they do. The body is the caller's, final newline
+    or none as written."""
     text = content.replace("\r\n", "\n")
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -326,25 +334,71 @@ def overwrite_text(old: str | None, content: str, stamp: str, tz: tzinfo | None)
     if old is None:
         merged_text = set_keys(new, {}, tz) if new.frontmatter_text is not None else None
         return f"---\n{merged_text}---\n{body}" if merged_text else body
-    old_note = parse_note(old.replace("\r\n", "\n"))
-    inherited = {k: v for k, v in old_note.frontmatter.items() if k not in new.frontmatter}
-    merged = set_keys(new, {**inherited, "updated": stamp}, tz, append_missing_only=tuple(inherited))
-    return f"---\n{merged}---\n{body}"
+    old = old.replace("\r\n", "\n").removeprefix("\ufeff")
+    block, old_body = split_frontmatter(old)
+    if block is None:  # no frontmatter: the caller's block, stamped
+        return f"---\n{set_keys(new, {'updated': stamp}, tz)}---\n{body}"
+    opening = old[: old.index("\n") + 1]
+    closing = old[len(opening) + len(block) : len(old) - len(old_body)]
+    closing += "" if closing.endswith("\n") else "\n"
+    old_note = parse_note(old)
+    if old_note.frontmatter_text is None:
+        found = re.search(r"\((.*)\)", old_note.warnings[0]) if old_note.warnings else None
+        problem = f"does not parse ({found.group(1)})" if found else "is not a mapping"
+        _keep_unmerged(new, f"the note's frontmatter {problem}", reporter)
+        return opening + block + closing + body
+    given = _entries_given(set_keys(new, {}, tz), block)  # the caller's lines, created/updated normalised
+    merged = _edit_block(block, {**given, "updated": [f"updated: {stamp}"]})
+    expected = {**old_note.frontmatter, **_lifecycle_normalised(new, tz), "updated": stamp}
+    if parse_note(f"---\n{merged}---\n").frontmatter != expected:
+        reason = "the note's frontmatter cannot take the change by editing its lines (YAML anchors or another shape)"
+        _keep_unmerged(new, reason, reporter)
+        return opening + block + closing + body
+    return opening + merged + closing + body
 
 
-_KEY_LINE = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"][^:]*?))[ \t]*:(?:[ \t]|$)""")
+def _keep_unmerged(new: ParsedNote, reason: str, reporter: Reporter | None) -> None:
+    """The old frontmatter stays as written when the caller gives no keys to merge into it (a warning
+    says so); when the caller gives keys, the overwrite is refused and nothing is written."""
+    if new.frontmatter:
+        raise UsageError(
+            f"{reason}: the new content's keys cannot be merged into it, so nothing was written; send the "
+            "content without frontmatter to keep the old block as it is, or repair the block first"
+        )
+    if reporter is not None:
+        reporter.warn(f"{reason}: it is kept as written, without an `updated` stamp, and the body is replaced")
 
 
-def set_keys(
-    note: ParsedNote, updates: dict[str, Any], tz: tzinfo | None, append_missing_only: tuple[str, ...] = ()
-) -> str:
+def _lifecycle_normalised(note: ParsedNote, tz: tzinfo | None) -> dict[str, Any]:
+    """The note's frontmatter with its created/updated values normalised."""
+    return {key: normalise(value, tz) if key in _LIFECYCLE else value for key, value in note.frontmatter.items()}
+
+
+def _entries_given(block: str, old_block: str) -> dict[str, list[str]]:
+    """The caller's keys and the lines that give each, in the caller's order (the last of duplicate keys).
+    A comment or blank line between the caller's keys goes with the key after it (or at the end), unless
+    the old block already has that very line, so that a block sent back as it was read is not doubled."""
+    known = set(old_block.split("\n")[:-1])
+    given: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for key, lines in _entries(block):
+        if key is None:
+            pending.extend(line for line in lines if line not in known)
+            continue
+        given.pop(key, None)
+        given[key] = [*pending, *lines]
+        pending = []
+    if pending:
+        given[""] = pending  # no key is empty: the caller's closing comments, at the end
+    return given
+
+
+_KEY_LINE = re.compile(r"""^(?:"([^"]+)"|'([^']+)'|([^\s#'"].*?))[ \t]*:(?:[ \t]|$)""")
+
+
+def set_keys(note: ParsedNote, updates: dict[str, Any], tz: tzinfo | None) -> str:
     """The frontmatter block of `note` with `updates` applied and created/updated normalised, edited as
-    text so the user's comments, order and quoting survive. Falls back to re-rendering the mapping
-    when a key to change spans several lines."""
-    text = note.frontmatter_text or ""
-    if text and not text.endswith("\n"):
-        text += "\n"
-    lines = text.split("\n")[:-1] if text else []
+    text (`_edit_block`) so the user's comments, order and quoting survive."""
     wanted: dict[str, Any] = {}
     for key in _LIFECYCLE:
         if key in note.frontmatter and key not in updates:
@@ -352,22 +406,50 @@ def set_keys(
             if normal != note.frontmatter[key]:
                 wanted[key] = normal
     wanted.update(updates)
-    for key, value in wanted.items():
-        if key in append_missing_only:
-            lines.extend(_render_key(key, value))
-            continue
-        positions = [i for i, line in enumerate(lines) if _key_of(line) == key]
-        rendered = _render_key(key, value)
-        if not positions:
-            lines.extend(rendered)
-            continue
-        at = positions[-1]  # duplicate keys: the last one is the one that counts
-        following = lines[at + 1] if at + 1 < len(lines) else ""
-        if following[:1] in (" ", "\t", "-") or len(rendered) > 1:
-            merged = {**note.frontmatter, **wanted}
-            return dump_frontmatter(merged)
-        lines[at] = rendered[0]
-    return "\n".join(lines) + "\n" if lines else ""
+    return _edit_block(note.frontmatter_text or "", {key: _render_key(key, value) for key, value in wanted.items()})
+
+
+def _edit_block(block: str, given: dict[str, list[str]]) -> str:
+    """`block` (between its `---` lines) with each given key's lines in place of that key's entry, the
+    last of duplicates (earlier ones removed), or added at the end in the given order. Every other line
+    stays as it was; the result ends with a newline unless it is empty."""
+    out: list[str] = []
+    entries = _entries(block)
+    last = {key: i for i, (key, _) in enumerate(entries) if key in given}
+    for i, (key, lines) in enumerate(entries):
+        if key not in last:
+            out.extend(lines)
+        elif last[key] == i:
+            out.extend(given[key])
+    for key, lines in given.items():
+        if key not in last:
+            out.extend(lines)
+    return "\n".join(out) + "\n" if out else ""
+
+
+def _entries(block: str) -> list[tuple[str | None, list[str]]]:
+    """The top-level entries of a frontmatter block, in order: each key with its line and the lines that
+    continue its value (indented, `- ` items, a multi-line value's lines, and blank or comment lines
+    among them), and, keyed None, each comment or blank line between keys."""
+    lines = block.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    entries: list[tuple[str | None, list[str]]] = []
+    last_key = -1
+    for line in lines:
+        key = _key_of(line)
+        if key is not None:
+            entries.append((key, [line]))
+            last_key = len(entries) - 1
+        elif last_key < 0 or not line.strip() or line.startswith("#"):
+            entries.append((None, [line]))
+        else:  # continues the last key's value, and so do the blank and comment lines before it
+            value = entries[last_key][1]
+            for _, between in entries[last_key + 1 :]:
+                value.extend(between)
+            del entries[last_key + 1 :]
+            value.append(line)
+    return entries
 
 
 _ISO_SECONDS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[+-]\d{2}:\d{2}|Z)$")
@@ -381,6 +463,9 @@ def _render_key(key: str, value: Any) -> list[str]:
 
 
 def _key_of(line: str) -> str | None:
+    """The top-level key a frontmatter line starts, or None (an indented line, a `- ` item, a comment)."""
+    if line[:1] == "-" and line[1:2] in ("", " ", "\t"):
+        return None
     match = _KEY_LINE.match(line)
     if not match:
         return None
