@@ -132,3 +132,12 @@ def test_the_keeper_starts_and_skips_such_names_as_they_come(short_cache: Path, 
     finally:
         keeper.stop(signal.SIGTERM)
     assert "could not update" not in keeper.stderr() and "not handled" not in keeper.stderr()
+
+
+def test_an_id_that_is_not_utf8_is_refused_and_nothing_is_written(run: Any, bad_vault: Path) -> None:
+    before = sorted(os.listdir(os.fsencode(bad_vault)))
+    for args in (["read", "r\udce9sum\udce9"], ["write", "n\udce9w", "text"], ["delete", "r\udce9sum\udce9"]):
+        refused = run(*args)
+        assert refused.code == 5 and refused.error["code"] == "invalid_id"
+        assert "\\xe9" in refused.error["message"]
+    assert sorted(os.listdir(os.fsencode(bad_vault))) == before

@@ -53,10 +53,10 @@ class NoteRef(NamedTuple):
 def normalise_id(raw_id: str, extensions: tuple[str, ...], *, hidden_dirs: bool = False) -> str:
     """The canonical vault-relative id for `raw_id`, or InvalidId; touches no file.
 
-    Refused: empty ids, NUL and other control characters, backslashes, absolute and drive paths, `..`
-    that leaves the vault, a trailing `/`, a folder that scans never index (`.git`, `node_modules`,
-    `.obsidian`, and any dot-folder unless `hidden_dirs`), another file type's extension, and names
-    longer than file systems allow."""
+    Refused: empty ids, NUL and other control characters, backslashes, ids that are not UTF-8, absolute
+    and drive paths, `..` that leaves the vault, a trailing `/`, a folder that scans never index (`.git`,
+    `node_modules`, `.obsidian`, and any dot-folder unless `hidden_dirs`), another file type's extension,
+    and names longer than file systems allow."""
     _refuse_characters(raw_id)
     _refuse_places(raw_id)
     normal = posixpath.normpath(raw_id)
@@ -81,6 +81,18 @@ def _refuse_characters(raw_id: str | None) -> None:
         raise InvalidId(f"invalid note id {quote(raw_id)}: it contains a control character (newline, tab…)")
     if "\\" in raw_id:
         raise InvalidId(f"invalid note id {quote(raw_id)}: use / as the separator, not a backslash")
+    if not raw_id.isascii() and not _is_utf8(raw_id):
+        shown = raw_id.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise InvalidId(f"invalid note id {shown}: it is not UTF-8, which no scan lists (bytes shown as \\xNN)")
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether `text` is UTF-8, not the surrogate escapes of bytes that are not (a name from the OS)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _refuse_places(raw_id: str) -> None:
