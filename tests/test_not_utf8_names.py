@@ -141,3 +141,22 @@ def test_an_id_that_is_not_utf8_is_refused_and_nothing_is_written(run: Any, bad_
         assert refused.code == 5 and refused.error["code"] == "invalid_id"
         assert "\\xe9" in refused.error["message"]
     assert sorted(os.listdir(os.fsencode(bad_vault))) == before
+
+
+def test_sync_pushes_such_a_file_and_names_only_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.gitrepo import clone, git, set_identity
+
+    set_identity(monkeypatch)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    vault = clone(remote, tmp_path / "v")
+    write_file(vault / "b.md", "beta\n")
+    _bad_names(vault)
+    proc = subprocess.run(
+        [sys.executable, "-m", "amem", "--vault", str(vault), "sync"], capture_output=True, cwd=vault, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.decode("utf-8"))  # strict: a raw Latin-1 byte would not decode
+    assert sorted(result["pushed"]) == ["b.md"]
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=vault, capture_output=True, check=True).stdout
+    assert BAD_NOTE in tracked.split(b"\0")  # synced as the file it is, though no note

@@ -595,11 +595,14 @@ def _hide_url(place: _Place, message: str) -> str:
 
 
 def _ids(place: _Place, paths: list[str], extensions: tuple[str, ...]) -> list[str]:
+    """The note ids among repository paths: in the vault, a note's extension, and a UTF-8 name (no scan
+    lists another, and JSON cannot carry it)."""
     ids = []
     for path in paths:
         note = place.note_id(path)
         if note is not None and note.lower().endswith(tuple(e.lower() for e in extensions)):
-            ids.append(note)
+            if note.isascii() or note.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == note:
+                ids.append(note)
     return ids
 
 
