@@ -367,3 +367,25 @@ def test_a_project_file_that_is_a_device_or_huge_never_stalls(tmp_path: Path) ->
     (project / ".amem/config.yaml").write_text("# " + "x" * (2 << 20) + "\n")
     failed = run(project, "info")
     assert failed.returncode == ConfigError.exit_code and "larger than 1 MiB" in failed.stderr
+
+
+def test_a_vault_folder_shaped_as_a_git_directory_is_never_its_repository(tmp_path: Path) -> None:
+    fake = ".amem/memory/"
+    project = published(
+        tmp_path,
+        {
+            fake + "HEAD": "ref: refs/heads/main\n",
+            fake + "config": "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n",
+            fake + "objects/info/keep": "",
+            fake + "refs/heads/keep": "",
+            fake + "n.md": "# n\n",
+        },
+    )
+    head = git(project, "rev-parse", "HEAD")
+    history = run(project, "history", "n")
+    assert history.returncode == 6 and "bare repository" in history.stderr
+    wrote = run(project, "write", "n", "more", "--commit")
+    assert wrote.returncode == 6 and json.loads(wrote.stderr)["error"]["written"]["id"] == "n.md"
+    assert git(project, "rev-parse", "HEAD") == head
+    assert not (project / fake / "objects/info/keep").read_text()
+    assert sorted(p.name for p in (project / fake / "objects").iterdir()) == ["info"]

@@ -58,6 +58,8 @@ _REPO_LOCATION_ENV = (
 
 # --- running git ------------------------------------------------------------------------------------
 
+_SAFE = ("-c", "safe.bareRepository=explicit")
+
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _REPO_LOCATION_ENV}
@@ -82,7 +84,9 @@ def _run(
 ) -> subprocess.CompletedProcess[bytes]:
     # --literal-pathspecs: a note called `*.md` or `:(glob)x.md` is a file name, never a pattern. A caller
     # that needs pathspec magic (an exclusion) turns it off and spells each of its paths `:(literal)...`.
-    argv = ["git", "--literal-pathspecs", *args] if literal_pathspecs else ["git", *args]
+    # safe.bareRepository=explicit: a folder of the vault that a clone brought shaped as a git directory
+    # (HEAD, objects/, refs/, a config naming programs to run) is never taken for the vault's repository.
+    argv = ["git", *_SAFE, "--literal-pathspecs", *args] if literal_pathspecs else ["git", *_SAFE, *args]
     try:
         proc = subprocess.run(
             argv,
