@@ -724,7 +724,8 @@ def test_every_option_the_fast_path_takes_is_the_commands_own_of_the_same_kind()
                 assert param.multiple and not param.is_flag, (name, option)
             elif kind in ("count", "number"):
                 assert isinstance(param.type, click.IntRange), (name, option)
-                assert param.type.min == (1 if kind == "count" else 0) and param.type.max is None, (name, option)
+                assert param.type.min == (1 if kind == "count" else 0), (name, option)
+                assert param.type.max == keeper_fast.MAX_INTEGER and not param.type.clamp, (name, option)
             elif kind == "sort":
                 assert isinstance(param.type, click.Choice), (name, option)
                 assert tuple(param.type.choices) == keeper_fast.SORTS, (name, option)

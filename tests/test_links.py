@@ -98,7 +98,7 @@ IDS = [
         ("notes/foo.md", "notes/foo.md"),  # exact, with extension
         ("shared/notes/foo", "shared/notes/foo.md"),
         ("b/foo", "a/b/foo.md"),  # path suffix at a / boundary
-        ("otes/foo", "notes/foo.md"),  # not a boundary: falls back to basename, fewest segments
+        ("otes/foo", None),  # not a boundary, and a target with a folder never falls back to the base name
         ("foo", "notes/foo.md"),  # basename: fewest segments, then code-point order
         ("bar", "bar.md"),
         ("x/bar", "deep/x/bar.md"),

@@ -72,7 +72,8 @@ def declare(function: ToolFunction, *, read_only: bool, destructive: bool = Fals
     fields: dict[str, Any] = {
         p.name: (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default) for p in parameters
     }
-    model = create_model(f"{function.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    # strict: a value of another JSON type is refused, never coerced ("2" for an integer, "true" for a boolean)
+    model = create_model(f"{function.__name__}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields)
     annotations = ToolAnnotations(
         read_only_hint=read_only,
         destructive_hint=destructive and not read_only,

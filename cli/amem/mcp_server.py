@@ -31,6 +31,7 @@ from mcp_types import CallToolRequestParams, CallToolResult, ContentBlock, ListT
 from pydantic import Field
 
 from . import __version__
+from .commands import MAX_INTEGER
 from .config import Config
 from .errors import AmemError, InternalError, WatchError
 from .keeper.keeper import Keeper
@@ -125,12 +126,13 @@ def wiki_read(
         int | None,
         Field(
             ge=0,
+            le=MAX_INTEGER,
             description="Levels of [[links]] to follow (default 1; 0: this note only).",
         ),
     ] = None,
     maxChars: Annotated[
         int,
-        Field(ge=0, description="Bound on all bodies' characters."),
+        Field(ge=0, le=MAX_INTEGER, description="Bound on all bodies' characters."),
     ] = 20_000,
 ) -> ReadResult:
     """Read a note and the notes its [[links]] reach, to a depth.
@@ -152,7 +154,7 @@ def wiki_search(
         Field(description="Instead of ranking: every note titled this (any case)."),
     ] = None,
     maxResults: Annotated[
-        int | None, Field(ge=1, description="At most this many hits (default: maxSearchResults, 20).")
+        int | None, Field(ge=1, le=MAX_INTEGER, description="At most this many hits (default: maxSearchResults, 20).")
     ] = None,
     tags: Annotated[
         list[str] | None,
@@ -194,7 +196,9 @@ def wiki_list(
         typing.Literal["id", "modified", "created"] | None,
         Field(description="id (default), or newest first by mtime or frontmatter `created`."),
     ] = None,
-    maxResults: Annotated[int | None, Field(ge=1, description="Return at most this many notes.")] = None,
+    maxResults: Annotated[
+        int | None, Field(ge=1, le=MAX_INTEGER, description="Return at most this many notes.")
+    ] = None,
     since: Annotated[
         str | None,
         Field(description="Only notes modified since '2d', '12h', '30m' or an ISO time; newest first."),
@@ -318,7 +322,7 @@ def wiki_move(
 def wiki_history(
     config: Config,
     id: NoteId,
-    limit: Annotated[int | None, Field(ge=1, description="Return at most this many commits.")] = None,
+    limit: Annotated[int | None, Field(ge=1, le=MAX_INTEGER, description="Return at most this many commits.")] = None,
 ) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 

@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from ..config import Config
 
 
+#: The largest value any integer option takes, and any integer argument of the MCP tools: a larger one is a
+#: usage error naming the option (never a count too large for SQLite or git to hold).
+MAX_INTEGER = 1_000_000_000
+
+
+def integer(minimum: int) -> click.IntRange:
+    """The type of an integer option: from `minimum` to MAX_INTEGER, a value outside a usage error."""
+    return click.IntRange(min=minimum, max=MAX_INTEGER)
+
+
 class Command(click.Command):
     """A subcommand whose epilog holds its examples, one command line each, shown after the options as an
     `Examples:` section (and in the man page and the README's reference, which are generated from it)."""

@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_note_id, complete_tag
+from . import Command, complete_note_id, complete_tag, integer
 
 
 @click.command(
@@ -28,7 +28,7 @@ from . import Command, complete_note_id, complete_tag
 )
 @click.option(
     "--depth",
-    type=click.IntRange(min=0),
+    type=integer(0),
     default=1,
     show_default=True,
     metavar="N",

@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_note_id
+from . import Command, complete_note_id, integer
 
 
 @click.command(
@@ -18,7 +18,7 @@ from . import Command, complete_note_id
     """,
 )
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Show at most N commits.")
+@click.option("--limit", type=integer(1), metavar="N", help="Show at most N commits.")
 @pass_app
 def command(app: AppContext, note_id: str, limit: int | None) -> None:
     """List the commits that changed note ID: {id, commits: [{hash, date, message, author}]}.

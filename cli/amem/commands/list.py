@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_note_id, complete_tag, keeper_answered
+from . import Command, complete_note_id, complete_tag, integer, keeper_answered
 
 
 @click.command(
@@ -34,7 +34,7 @@ from . import Command, complete_note_id, complete_tag, keeper_answered
     help="Order by id (the default; with --since, modified), or newest first by modification or by "
     "frontmatter `created`.",
 )
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N notes.")
+@click.option("--limit", type=integer(1), metavar="N", help="Return at most N notes.")
 @click.option(
     "--since",
     metavar="WHEN",

@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, complete_note_id, keeper_answered
+from . import Command, complete_note_id, integer, keeper_answered
 
 
 @click.command(
@@ -21,13 +21,13 @@ from . import Command, complete_note_id, keeper_answered
 @click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
 @click.option(
     "--depth",
-    type=click.IntRange(min=0),
+    type=integer(0),
     metavar="N",
     help="Follow links this many levels deep (default: maxLinkDepth, 1).",
 )
 @click.option(
     "--max-chars",
-    type=click.IntRange(min=0),
+    type=integer(0),
     metavar="N",
     help="Bound the characters of all bodies: the note first, then linked notes nearest first, cut at lines "
     "(truncated, omitted say what was left out). Default: no bound.",

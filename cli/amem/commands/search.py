@@ -6,7 +6,7 @@ import click
 
 from ..cli import AppContext, pass_app
 from ..output import emit
-from . import Command, keeper_answered
+from . import Command, integer, keeper_answered
 
 
 @click.command(
@@ -19,9 +19,7 @@ from . import Command, keeper_answered
     """,
 )
 @click.argument("query", nargs=-1)
-@click.option(
-    "--limit", type=click.IntRange(min=1), metavar="N", help="Return at most N hits (default: maxSearchResults, 20)."
-)
+@click.option("--limit", type=integer(1), metavar="N", help="Return at most N hits (default: maxSearchResults, 20).")
 @click.option(
     "--exact-title",
     metavar="TITLE",

@@ -14,8 +14,7 @@ from . import Command
     "trust",
     cls=Command,
     epilog="""
-    amem info | jq .trust        # what the project file asks for, and what is ignored
-    amem trust                   # take all of it, as the file is now
+    amem trust
     amem trust --revoke
     """,
 )
@@ -28,7 +27,8 @@ def command(revoke: bool) -> None:
     (a vaultRoot, watch.dirs or semantic.model outside it, watch.url, watch.secret, git.autoCommit) are
     ignored with a warning. The trust is kept as the file's SHA-256 in the user's state folder: a changed
     file is untrusted again. A project with no config file may be trusted too (its default vault may then
-    lead elsewhere through a symlink). Prints {file, exists, sha256, trusted}.
+    lead elsewhere through a symlink). `amem info` shows what is ignored (trust.ignored). Prints {file,
+    exists, sha256, trusted}.
     """
     import hashlib
 

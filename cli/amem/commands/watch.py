@@ -10,7 +10,7 @@ import click
 from ..cli import AppContext, pass_app
 from ..config import SINK_NAMES
 from ..errors import UsageError
-from . import Command
+from . import Command, integer
 
 
 @click.command(
@@ -57,7 +57,7 @@ from . import Command
 )
 @click.option(
     "--debounce-ms",
-    type=click.IntRange(min=0),
+    type=integer(0),
     metavar="MS",
     help="Quiet time per path before a change is observed (default 500).",
 )

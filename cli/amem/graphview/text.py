@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 #: Characters XML 1.0 cannot hold at all, even escaped: they are dropped from GraphML values.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+#: What a GraphML node id escapes: those characters, and the backslash that starts an escape.
+_ESCAPED_IN_ID = re.compile("[\\\\\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _folder(node_id: str) -> str:
@@ -74,17 +76,23 @@ def graphml(graph: GraphResult) -> str:
         ET.SubElement(parent, "data", key=key).text = _NOT_XML.sub("", text)
 
     for node in graph["nodes"]:
-        element = ET.SubElement(body, "node", id=_NOT_XML.sub("", node["id"]))
+        element = ET.SubElement(body, "node", id=_graphml_id(node["id"]))
         for key, value in _node_fields(node):
             data(element, key, value)
     for number, edge in enumerate(graph["edges"]):
         element = ET.SubElement(
-            body, "edge", id=f"e{number}", source=_NOT_XML.sub("", edge["from"]), target=_NOT_XML.sub("", edge["to"])
+            body, "edge", id=f"e{number}", source=_graphml_id(edge["from"]), target=_graphml_id(edge["to"])
         )
         data(element, "kind", edge["kind"])
         data(element, "count", edge["count"])
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _graphml_id(node_id: str) -> str:
+    """A node's GraphML id: its id, with `\\` and each character XML cannot hold written as `\\\\` and `\\uXXXX`,
+    so that two ids stay two (an id XML can hold, with no backslash, stays as it is)."""
+    return _ESCAPED_IN_ID.sub(lambda m: "\\\\" if m.group() == "\\" else f"\\u{ord(m.group()):04x}", node_id)
 
 
 def _node_fields(node: GraphNode) -> list[tuple[str, object]]:

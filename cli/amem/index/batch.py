@@ -387,19 +387,16 @@ class _Batch:
         return dirty
 
     def _reresolve(self, keys: set[str]) -> set[str]:
-        """Resolve again every link whose target could name one of `keys`; the ids whose backlinks moved.
-        That includes every link whose last segment is one of them: a link whose path matches no note
-        (`[[elsewhere/n]]`) falls back to any note of its base name, so a note of that name appearing or
-        going can change it."""
+        """Resolve again every link whose target could name one of `keys` (`resolution_keys`: a target names
+        a note only by one of them, since a target with a folder never falls back to the base name); the
+        ids whose backlinks moved."""
         if not keys:
             return set()
         conn = self.conn
-        if self._links_unindexed:  # a cold build's links looked up by key: worth two of their indexes
-            self._index_links(("links_tkey", "links_nkey"))
+        if self._links_unindexed:  # a cold build's links looked up by key: worth an index
+            self._index_links(("links_tkey",))
         wanted = sorted(map(link_key, keys))
         rows = set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE tkey IN ({})", wanted))
-        names = [key for key in wanted if "/" not in key]
-        rows |= set(select_in(conn, "SELECT DISTINCT target, resolved FROM links WHERE nkey IN ({})", names))
         if not rows:
             return set()
         resolver = self.resolver()

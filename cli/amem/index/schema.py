@@ -19,8 +19,9 @@ from ..digest import sha1_hex
 #: 10: links counted (count, embeds), for graph; 11: each link's line, and the links indexes covering check's
 #: orphan query; 12: note_headings, each note's folded headings, for the ranking's exact-heading tier; 13: those
 #: headings' keys without their markup; 14: search_heads, the short fields' own table, for the phrase
-#: tiers; 15: each note's frontmatter warning, for check
-SCHEMA_VERSION = 15
+#: tiers; 15: each note's frontmatter warning, for check; 16: a link whose target has a folder never resolves
+#: by its base name alone
+SCHEMA_VERSION = 16
 #: The index database's file name in the vault's cache folder, and its refresh lock's: one of each per
 #: version, so that another version's refresh never holds this one's up.
 FILE = f"index-{SCHEMA_VERSION}.sqlite"
@@ -68,7 +69,7 @@ CREATE TABLE links (
     seq INTEGER NOT NULL,
     target TEXT NOT NULL,      -- normalised target, heading/block part removed
     tkey TEXT NOT NULL,        -- link_key(target)
-    nkey TEXT NOT NULL,        -- link_key of the target's last segment: the base name it falls back to
+    nkey TEXT NOT NULL,        -- link_key of the target's last segment: the base name of the notes it may name
     resolved TEXT,             -- note id the target resolves to, NULL when none
     count INTEGER NOT NULL DEFAULT 1,  -- how many times the note writes a link to this target
     embeds INTEGER NOT NULL DEFAULT 0, -- how many of those are ![[embeds]]

@@ -655,8 +655,9 @@ def resolution_keys(note_id: str, extensions: tuple[str, ...]) -> set[str]:
 
 
 class LinkResolver:
-    """Resolves link targets as Obsidian does: exact path, then path suffix at a `/` boundary, then base
-    name anywhere; each tier with or without the extension, and each comparing by `link_key` (case and
+    """Resolves link targets as Obsidian does: exact path, then path suffix at a `/` boundary, then, for a
+    bare name without `/` only, base name anywhere (a target with a folder that no suffix matches resolves
+    to nothing); each tier with or without the extension, and each comparing by `link_key` (case and
     Unicode normalisation ignored). Within the first tier that matches, a note spelled exactly as written
     wins, then the fewest path segments, then code-point order of the id (in the exact tier, the target
     as written wins over the target plus an extension, in the configured extensions' order).
@@ -720,11 +721,10 @@ class LinkResolver:
         if found:
             return sorted(found, key=lambda i: (i not in written, keys.index(link_key(i)), i))
         found = set(self.find_suffix(keys))
-        if found:
+        if found or "/" in path:  # a target with a folder never falls back to the base name
             return sorted(found, key=lambda i: (not any(i.endswith("/" + c) for c in written), *_sort_key(i)))
-        names = _with_extensions(path.rsplit("/", 1)[-1], self.extensions)
-        found = set(self.find_basename([link_key(n) for n in names]))
-        return sorted(found, key=lambda i: (i.rsplit("/", 1)[-1] not in names, *_sort_key(i)))
+        found = set(self.find_basename(keys))
+        return sorted(found, key=lambda i: (i.rsplit("/", 1)[-1] not in written, *_sort_key(i)))
 
     def resolve(self, target: str) -> str | None:
         found = self.ranked(target)
