@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from amem.errors import ConfigError
 from tests.conftest import write_file
 from tests.installed import installed_runner
 from tests.test_mcp import Client, serve
@@ -147,3 +148,11 @@ def test_graphml_gives_ids_that_differ_only_by_a_character_xml_cannot_hold_their
     assert all(source in ids and target in ids for source, target in edges)
     by_json = dict(zip([n["id"] for n in expected["nodes"]], ids, strict=True))
     assert edges == [(by_json[e["from"]], by_json[e["to"]]) for e in expected["edges"]]
+
+
+def test_a_config_integer_past_the_maximum_is_a_config_error(isolated_env: Path, amem: Any) -> None:
+    (isolated_env / ".amem").mkdir()
+    (isolated_env / ".amem/config.yaml").write_text("maxSearchResults: 100000000000000000000\n")
+    result = amem("search", "x")
+    assert result.exit_code == ConfigError.exit_code
+    assert "maxSearchResults" in result.error["message"] and "1000000000" in result.error["message"]

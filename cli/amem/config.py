@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 SINK_NAMES = ("server", "vault", "stdout")
 DEFAULT_SERVER_URL = "http://localhost:3111"
 
+#: The largest value any integer setting, option or MCP argument takes: a larger one is an error naming it
+#: (never a count too large for SQLite or git to hold).
+MAX_INTEGER = 1_000_000_000
+
 _OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 
 
@@ -258,8 +262,8 @@ class _Validator:
     def integer(self, key: str, value: object, minimum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, f"expected an integer, got {_kind(value)}")
-        if value < minimum:
-            raise self.fail(key, f"must be at least {minimum}, got {value}")
+        if not minimum <= value <= MAX_INTEGER:
+            raise self.fail(key, f"must be from {minimum} to {MAX_INTEGER}, got {value}")
         return value
 
     def strings(self, key: str, value: object) -> tuple[str, ...]:

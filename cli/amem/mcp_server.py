@@ -31,8 +31,7 @@ from mcp_types import CallToolRequestParams, CallToolResult, ContentBlock, ListT
 from pydantic import Field
 
 from . import __version__
-from .commands import MAX_INTEGER
-from .config import Config
+from .config import MAX_INTEGER, Config
 from .errors import AmemError, InternalError, WatchError
 from .keeper.keeper import Keeper
 from .mcp_declare import Declared, declare, unknown_tool

@@ -7,16 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..config import MAX_INTEGER
+
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from ..cli import AppContext
     from ..config import Config
-
-
-#: The largest value any integer option takes, and any integer argument of the MCP tools: a larger one is a
-#: usage error naming the option (never a count too large for SQLite or git to hold).
-MAX_INTEGER = 1_000_000_000
 
 
 def integer(minimum: int) -> click.IntRange:
