@@ -84,7 +84,7 @@ def test_a_cloned_config_cannot_move_the_vault_to_the_home_folder(tmp_path: Path
     assert (secrets / "notes/diary.md").read_text() == "# Diary\n\nmy own words\n"
     info = ok(run(project, "info"))
     assert info["vaultRoot"] == str(project / ".amem/memory")
-    assert info["trust"] == {"file": str(project / ".amem/config.yaml"), "trusted": False, "ignored": ["vaultRoot"]}
+    assert info["trust"] == {"trusted": False, "ignored": ["vaultRoot"]}
     assert any("vaultRoot" in warning for warning in info["warnings"])
 
 
@@ -295,11 +295,7 @@ def test_a_sync_that_pulls_a_changed_project_file_warns(tmp_path: Path) -> None:
     synced = run(b, "sync", "--whole-repo")
     ok(synced)
     assert ".amem/config.yaml" in synced.stderr and "amem trust" in synced.stderr
-    assert ok(run(b, "info"))["trust"] == {
-        "file": str(b / ".amem/config.yaml"),
-        "trusted": False,
-        "ignored": ["vaultRoot"],
-    }
+    assert ok(run(b, "info"))["trust"] == {"trusted": False, "ignored": ["vaultRoot"]}
 
 
 # --- model folders -------------------------------------------------------------------------------------

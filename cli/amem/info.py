@@ -57,11 +57,7 @@ def _trust(config: Config) -> ProjectTrust:
 
     path = project_file(config.project_dir)
     data = read_project_file(path)
-    return {
-        "file": path if data is not None else None,
-        "trusted": is_trusted(path, data),
-        "ignored": list(config.untrusted),
-    }
+    return {"trusted": is_trusted(path, data), "ignored": list(config.untrusted)}
 
 
 def build_info(config: Config, expected: Expectations, *, package_root: Path | None = None) -> InfoResult:

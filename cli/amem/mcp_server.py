@@ -136,9 +136,8 @@ def wiki_read(
 ) -> ReadResult:
     """Read a note and the notes its [[links]] reach, to a depth.
 
-    `id` may be a [[link]]'s name or an alias (`resolvedFrom`). Bodies total at most maxChars (default
-    20,000, about 5,000 tokens), nearest first; `omitted` names those left out. Pass `version` as baseVersion
-    to change the note. `conflict`: a sync left a conflict copy."""
+    `id` may be a [[link]]'s name or an alias. Bodies total at most maxChars (default 20,000, about 5,000
+    tokens), nearest first; `omitted` names the rest. Pass `version` as baseVersion to change the note."""
     from .ops.read import read_note
 
     return read_note(config, id, depth, max_chars=maxChars, reporter=_reporter())
@@ -153,7 +152,7 @@ def wiki_search(
         Field(description="Instead of ranking: every note titled this (any case)."),
     ] = None,
     maxResults: Annotated[
-        int | None, Field(ge=1, le=MAX_INTEGER, description="At most this many hits (default: maxSearchResults, 20).")
+        int | None, Field(ge=1, le=MAX_INTEGER, description="At most this many hits (default 20).")
     ] = None,
     tags: Annotated[
         list[str] | None,
@@ -193,7 +192,7 @@ def wiki_list(
     ] = None,
     sort: Annotated[
         typing.Literal["id", "modified", "created"] | None,
-        Field(description="id (default), or newest first by mtime or frontmatter `created`."),
+        Field(description="id (default), or mtime or created, newest first."),
     ] = None,
     maxResults: Annotated[
         int | None, Field(ge=1, le=MAX_INTEGER, description="Return at most this many notes.")
@@ -227,9 +226,7 @@ def wiki_write(
         str | None,
         Field(description="Only if the note's version is this, else `conflict`."),
     ] = None,
-    requireExisting: Annotated[
-        bool, Field(description="Fail rather than create a note (a mistyped id creates nothing).")
-    ] = False,
+    requireExisting: Annotated[bool, Field(description="Fail rather than create the note.")] = False,
 ) -> WriteResult:
     """Create a note, or append to or overwrite one, atomically.
 
@@ -260,10 +257,7 @@ def wiki_edit(
     all: Annotated[bool, Field(description="Replace every occurrence of `find` (at least one) instead.")] = False,
     section: Annotated[
         str | None,
-        Field(
-            description="A heading ('Status', '## Status'): its section, to the next heading as high, "
-            "becomes `content`."
-        ),
+        Field(description="A heading ('## Status'): its section becomes `content`."),
     ] = None,
     content: Annotated[str | None, Field(description="The new text under `section`.")] = None,
     prepend: Annotated[str | None, Field(description="Markdown to insert at the start of the body.")] = None,
@@ -274,8 +268,8 @@ def wiki_edit(
 ) -> EditResult:
     """Change part of a note: find+replace, section+content, or prepend.
 
-    Every other byte stays (but `updated`). If `find` or the heading matches 0 or several times, nothing
-    is written and the error says how many. Pass your last `version` as baseVersion."""
+    Every other byte stays (but `updated`). A `find` or heading matching 0 or several times writes
+    nothing. Pass your last `version` as baseVersion."""
     from .ops.edit import Edit, edit_note
 
     edit = Edit(find=find, replace=replace, all=all, section=section, content=content, prepend=prepend)
@@ -293,7 +287,7 @@ def wiki_delete(
 ) -> DeleteResult:
     """Remove a note; links to it become unresolved.
 
-    `version` is the removed content's (wiki_restore brings it back in git)."""
+    `version` is the removed content's."""
     from .ops.ops import delete_note
 
     return delete_note(config, id, baseVersion, _reporter())
@@ -325,7 +319,7 @@ def wiki_history(
 ) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 
-    Needs git; a hash from it can go to wiki_restore. `id` may be a name."""
+    Needs git; `id` may be a name."""
     from .ops.names import note_history_by_name
 
     return note_history_by_name(config, id, limit)

@@ -271,8 +271,6 @@ class Preflight(TypedDict):
 
 
 class ProjectTrust(TypedDict):
-    #: the project's .amem/config.yaml, None when it has none
-    file: str | None
     #: whether the user trusts it as it is now (`amem trust`)
     trusted: bool
     #: its keys ignored because they reach outside the project and it is not trusted
