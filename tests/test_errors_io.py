@@ -156,7 +156,7 @@ def test_a_ctrl_c_that_lands_just_before_the_stdin_read_still_interrupts_it() ->
     script = (
         "import _thread, signal, threading\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "from amem.change_fast import content_of\n"
+        "from amem.commands import content_of\n"
         "threading.Timer(0.5, _thread.interrupt_main).start()\n"
         "try:\n"
         "    content_of('-')\n"

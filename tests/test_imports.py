@@ -8,6 +8,7 @@ module and are not listed.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,6 +55,7 @@ AMEM_BASE = LAYERS | frozenset(
     | {"amem.interrupt"}  # a Ctrl-C that Python could not raise while the modules loaded
     | {"amem.outcome"}  # every failure as amem's error
     | {"amem.paths", "amem.trust"}  # the folders, and whether the project's config file is trusted
+    | {"amem.opspec"}  # the requests of the commands a keeper answers, declared once
 )
 
 #: The notes themselves: YAML frontmatter (its C loader brings cython_runtime), the SQLite index, and
@@ -124,6 +126,8 @@ MCP_SDK = frozenset(
 #: The commands a keeper answers ask it first (the lock probe, keeper.json), over its socket only when one
 #: lives: see KEEPER_PATH.
 ASK = frozenset({"amem.index.keeper_ask"})
+#: ...and, when none answers, run the operation by the very code the keeper runs.
+ASK |= {"amem.ops.answers"}
 
 #: command → (arguments, other modules it may load, amem modules it may load, one module it must load).
 ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
@@ -146,17 +150,14 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         frozenset({"sqlite3", "fcntl"}),
         frozenset({"amem.notes.ids", "amem.notes.parse", "amem.notes.simple_yaml", "amem.timefmt"})
         | {"amem.atomicfile", "amem.cachedir", "amem.ops.write", "amem.store.write", "amem.index.seen"}
-        | {"amem.index.schema"}  # the index file's name, which is its schema version's
-        | {"amem.change_fast"},  # how the command reads CONTENT, shared with the console script's write
+        | {"amem.index.schema"},  # the index file's name, which is its schema version's
         "amem.ops.write",
     ),
     "edit": (
         ["edit", "x", "--prepend", "more"],
         PATHLIB | NOTES | {"fcntl"},
         # the updated line is stamped as a move stamps it
-        NOTES_AMEM
-        | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"}
-        | {"amem.change_fast"},  # how write reads CONTENT
+        NOTES_AMEM | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
         "amem.ops.edit",
     ),
     "history": (
@@ -328,19 +329,10 @@ try:
 finally:
     sys.stderr.write("MODULES=" + ",".join(sorted(sys.modules)) + "\\n")
 """
-#: What that entry loads beyond a bare interpreter when a keeper answers: `re` (which the console script
-#: imports itself), JSON, the lock probe, and the client side of the keeper: no Click, no config loader, no
-#: pathlib, no typing, no command module.
-FAST_PATH = frozenset({"re", "enum", "copyreg", "functools", "json", "fcntl", "errno", "itertools", "keyword"})
-FAST_PATH |= {"operator", "reprlib", "collections", "types"}  # what `re` and `enum` stand on
-FAST_PATH |= {"stat", "typing", "contextlib", "warnings"}  # the project root, found as the config loader finds it
-FAST_PATH_AMEM = frozenset({"amem", "amem.__main__", "amem.interrupt", "amem.index"})
-FAST_PATH_AMEM |= {"amem.index.keeper_client", "amem.index.keeper_ask", "amem.index.keeper_fast"}
-FAST_PATH_AMEM |= {"amem.paths"}
 
 
 @pytest.mark.parametrize("args", [["search", "x"], ["read", "x"], ["list"]], ids=lambda a: a[0])
-def test_with_a_keeper_the_console_script_loads_only_the_fast_paths_modules(
+def test_with_a_keeper_the_console_script_answers_without_click_sqlite_or_the_commands(
     args: list[str], vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import shutil
@@ -357,68 +349,11 @@ def test_with_a_keeper_the_console_script_loads_only_the_fast_paths_modules(
         done = subprocess.run(
             [sys.executable, "-c", CONSOLE_PROBE, *args], cwd=isolated_env, capture_output=True, text=True, timeout=60
         )
-        bare = subprocess.run(
-            [sys.executable, "-c", "import sys; print(','.join(sys.modules))"], capture_output=True, text=True
-        )
     finally:
         keeper.stop(signal.SIGKILL)
         shutil.rmtree(cache, ignore_errors=True)
     assert done.returncode == 0, done.stderr
     line = [x for x in done.stderr.splitlines() if x.startswith("MODULES=")]
     loaded = set(line[-1].removeprefix("MODULES=").split(","))
-    assert "amem.index.keeper_fast" in loaded
-    started = set(bare.stdout.strip().split(","))
-    top_level = {m.split(".")[0] for m in loaded - started if not m.startswith("_") and not m.startswith("amem")}
-    assert sorted(top_level - FAST_PATH) == []
-    assert sorted({m for m in loaded if m == "amem" or m.startswith("amem.")} - FAST_PATH_AMEM) == []
-
-
-#: What the console script's write and sync before Click add to the command's own allowance: the entry,
-#: the run's outcome, the path itself and the command-line reader it shares with the keeper's fast path.
-CHANGE_FAST_AMEM = frozenset({"amem.__main__", "amem.outcome", "amem.change_fast"})
-CHANGE_FAST_AMEM |= {"amem.index.keeper_fast", "amem.index.keeper_ask", "amem.index.keeper_client"}
-
-
-def _synced_vault(vault: Path) -> None:
-    """The vault as a clone of a bare remote, synced once: the next sync has nothing to do."""
-    git = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
-    git["GIT_COMMITTER_EMAIL"] = "t@x"
-    remote = vault.parent / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
-    for command in (["init", "-q"], ["remote", "add", "origin", str(remote)]):
-        subprocess.run(["git", *command], cwd=vault, check=True)
-    subprocess.run([sys.executable, "-m", "amem", "sync"], cwd=vault, check=True, env=git, capture_output=True)
-
-
-@pytest.mark.parametrize(
-    ("name", "stdin"), [("write", ""), ("write", "piped\n"), ("sync", "")], ids=["write", "write-stdin", "sync"]
-)
-def test_the_console_scripts_write_and_sync_load_what_the_command_may_without_click(
-    vault: Path, isolated_env: Path, name: str, stdin: str
-) -> None:
-    args, others, amem_modules, required = ALLOWED[name]
-    args = args if not stdin else args[:2]
-    write_file(vault / "x.md", "# x\n\nA note.\n")
-    if name == "sync":
-        _synced_vault(vault)
-        write_file(vault / ".obsidian" / "app.json", "{}\n")  # a folder git ignores, as an Obsidian vault's
-        with open(vault / ".git" / "info" / "exclude", "a") as handle:
-            handle.write(".obsidian/\n")
-    else:
-        old = time.time() - 3600  # as the command's own test: a vault in use, its index built by a first run
-        for path in (vault / "x.md", vault):
-            os.utime(path, (old, old))
-        loaded_modules(ALLOWED["write"][0], isolated_env)
-    done = subprocess.run(
-        [sys.executable, "-c", CONSOLE_PROBE, *args], cwd=isolated_env, input=stdin, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    loaded = set(done.stderr.splitlines()[-1].removeprefix("MODULES=").split(","))
-    assert required in loaded and "click" not in loaded
-    top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
-    reading = {"select", "signal"} if stdin else set()  # stdin read with a Ctrl-C ending the wait
-    assert sorted(top_level - BASE - others - reading) == []
-    own = {m for m in loaded if m == "amem" or m.startswith("amem.")}
-    assert sorted(own - AMEM_BASE - amem_modules - CHANGE_FAST_AMEM) == []
-    if name == "sync":  # what an idle sync has no use for: its paths are strings, it tells no time
-        assert sorted({"pathlib", "datetime", "amem.notes.ids"} & loaded) == []
+    assert "amem.shim" in loaded and json.loads(done.stdout)  # the keeper's answer, printed
+    assert not {"click", "sqlite3", "amem.commands", "amem.index.index", "amem.ops"} & loaded

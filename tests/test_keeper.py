@@ -255,17 +255,19 @@ def test_sigterm_stops_it_cleanly_and_leaves_nothing_in_the_vault(vault: Path, c
         index.close()
 
 
-def test_a_qualified_link_resolved_by_base_name_follows_incremental_changes(vault: Path, config: Config) -> None:
+def test_a_qualified_link_follows_incremental_changes_by_its_path_only(vault: Path, config: Config) -> None:
     write_file(vault / "a.md", "[[elsewhere/n]]\n")
     write_file(vault / "x/n.md", "one\n")
-    write_file(vault / "y/n.md", "two\n")
     index = VaultIndex(config)
     try:
         index.refresh()
-        assert index.resolve("elsewhere/n") == "x/n.md"
-        (vault / "x/n.md").unlink()
+        assert index.resolve("elsewhere/n") is None  # no path suffix matches: never the base name (SPEC §2)
+        write_file(vault / "elsewhere/n.md", "two\n")
         index.refresh()
-        assert index.backlinks("y/n.md") == ["a.md"]
+        assert index.backlinks("elsewhere/n.md") == ["a.md"]
+        (vault / "elsewhere/n.md").unlink()
+        index.refresh()
+        assert index.resolve("elsewhere/n") is None and index.backlinks("x/n.md") == []
     finally:
         index.close()
 

@@ -439,3 +439,61 @@ def test_a_request_cannot_ask_for_unbounded_work(vault: Path, keeper: KeeperProc
     assert ask_raw(nested)["error"] == "bad request"  # nesting is bounded before it is parsed
     assert (vault / "notes/auth.md").exists()
     assert ask_raw(request("search", good))["result"]["total"] == 2  # still serving
+
+
+# --- the console script asks before Click loads (amem.shim) ----------------------------------------------
+
+#: The console script's own entry; the modules it loaded go to the file its first argument names.
+CONSOLE = """
+import sys
+where = sys.argv.pop(1)
+try:
+    from amem.__main__ import main
+    main()
+finally:
+    with open(where, "w") as out:
+        out.write(",".join(sorted(sys.modules)))
+"""
+
+
+def console(tmp_path: Path, *args: str) -> tuple[Ran, set[str]]:
+    """`amem ARGS` by the console script's entry, and the modules it loaded."""
+    modules = tmp_path / f"console-{next(_probes)}.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", CONSOLE, str(modules), *args], capture_output=True, text=True, timeout=120
+    )
+    return Ran(done.returncode, done.stdout, done.stderr, False), set(modules.read_text().split(","))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "auth", "token", "--no-semantic"],
+        ["search", "--exact-title=keys"],
+        ["read", "Keys", "--max-chars", "10"],
+        ["list", "notes/", "--tag", "auth", "--sort", "modified"],
+        ["read", "nowhere"],
+    ],
+)
+def test_the_console_script_prints_the_keepers_answer_before_click_loads(
+    tmp_path: Path, isolated_env: Path, vault: Path, keeper: KeeperProcess, args: list[str]
+) -> None:
+    small_vault(vault)
+    (isolated_env / ".amem").mkdir()
+    (isolated_env / ".amem/config.yaml").write_text("watch:\n  url: http://127.0.0.1:9\n")  # a warning to carry
+    ran, loaded = console(tmp_path, *args)
+    own = alone(tmp_path, *args)
+    assert_same(ran, own)
+    if own.code == 0:
+        assert "click" not in loaded and "sqlite3" not in loaded, ran.stderr
+    assert "watch.url in " in ran.stderr
+
+
+def test_a_command_line_the_shim_does_not_read_goes_to_click(
+    tmp_path: Path, vault: Path, keeper: KeeperProcess
+) -> None:
+    small_vault(vault)
+    for args in (["search", "--limit", "0", "auth"], ["--config", str(tmp_path / "none.yaml"), "read", "Keys"]):
+        ran, loaded = console(tmp_path, *args)
+        assert "click" in loaded
+        assert_same(ran, alone(tmp_path, *args))

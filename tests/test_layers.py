@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "floor",
         frozenset(
             {"amem", "amem.errors", "amem.digest", "amem.timefmt", "amem.atomicfile", "amem.report", "amem.output"}
+            | {"amem.opspec"}
             | {
                 "amem.config",
                 "amem.paths",
@@ -47,7 +48,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "the commands",
         frozenset({"amem.cli", "amem.commands", "amem.mcp_server", "amem.mcp_declare", "amem.completion", "amem.info"})
-        | {"amem._docs", "amem.__main__", "amem.change_fast"},
+        | {"amem._docs", "amem.__main__", "amem.shim"},
     ),
 ]
 MAX_MODULE_LINES = 800

@@ -71,6 +71,15 @@ def emit_text(text: str, stream: TextIO | None = None) -> None:
     release_warnings()  # the result is out: what was held is said now, as plain lines
 
 
+def emit_one_line(text: str) -> None:
+    """Print a document already rendered on one line (`one_line`, as a keeper answers) as emit() prints it:
+    indented on a terminal."""
+    if stdout_is_terminal():
+        emit(json.loads(text))
+    else:
+        emit_text(text)
+
+
 def emit_written(data: Mapping[str, Any]) -> None:
     """emit() for a command that changed a note (`id` and `version` in `data`): when the result cannot
     be printed, the error says the note was written and carries `written: {id, version}`, so that a

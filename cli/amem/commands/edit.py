@@ -7,7 +7,7 @@ import click
 from ..cli import AppContext, pass_app
 from ..errors import UsageError
 from ..output import emit_written
-from . import complete_note_id
+from . import complete_note_id, content_of
 from .write import ContentCommand
 
 
@@ -65,8 +65,6 @@ def command(
     operations = (find is not None) + (section is not None) + prepend
     text: str | None = None
     if operations == 1 and find is None:
-        from ..change_fast import content_of
-
         text = content_of(content)  # read only when the call is otherwise right: stdin is read once
     elif operations == 1 and content is not None:
         raise UsageError("CONTENT goes with --section or --prepend; --find takes --replace TEXT")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..cli import AppContext, pass_app
-from ..output import emit
-from . import Command, complete_note_id, integer, keeper_answered
+from . import Command, answer_request, declared
 
 
 @click.command(
@@ -18,22 +19,9 @@ from . import Command, complete_note_id, integer, keeper_answered
     amem read decisions/keys --depth 2 --max-chars 20000 | jq '.linkedNotes[].id, .omitted'
     """,
 )
-@click.argument("note_id", metavar="ID", shell_complete=complete_note_id)
-@click.option(
-    "--depth",
-    type=integer(0),
-    metavar="N",
-    help="Follow links this many levels deep (default: maxLinkDepth, 1).",
-)
-@click.option(
-    "--max-chars",
-    type=integer(0),
-    metavar="N",
-    help="Bound the characters of all bodies: the note first, then linked notes nearest first, cut at lines "
-    "(truncated, omitted say what was left out). Default: no bound.",
-)
+@declared("read")
 @pass_app
-def command(app: AppContext, note_id: str, depth: int | None, max_chars: int | None) -> None:
+def command(app: AppContext, /, **given: Any) -> None:
     """Read note ID: frontmatter, body, links, linked notes, backlinks, version, mtime, modifiedExternally.
 
     ID is vault-relative; the extension may be left out (notes/x means notes/x.md). When no note has that
@@ -42,8 +30,4 @@ def command(app: AppContext, note_id: str, depth: int | None, max_chars: int | N
     matched. `conflict` is true while a conflict copy left by `amem sync` (NOTE.conflict-COMMIT.md) lies
     beside the note.
     """
-    if keeper_answered(app, app.config, "read", {"id": note_id, "depth": depth, "maxChars": max_chars}):
-        return
-    from ..ops.read import read_note
-
-    emit(read_note(app.config, note_id, depth, max_chars=max_chars, reporter=app.reporter))
+    answer_request(app, "read", given)

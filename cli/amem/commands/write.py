@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from ..cli import AppContext, pass_app
+from ..errors import UsageError
 from ..output import emit_written
-from . import Command, complete_note_id
+from . import Command, complete_note_id, content_of
+
+#: A word that reads as an option name (`--foo`, `-x`, `--foo=bar`): CONTENT that looks so must follow `--`.
+OPTION_LIKE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]*(=.*)?", re.S)
 
 
 class ContentCommand(Command):
@@ -15,8 +21,6 @@ class ContentCommand(Command):
     Words that do read as one (`--foo`) still need `--` before them, as with any command."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from ..change_fast import OPTION_LIKE
-
         valued = {name for p in self.params if isinstance(p, click.Option) and not p.is_flag for name in p.opts}
         options: list[str] = []
         positionals: list[str] = []
@@ -78,10 +82,10 @@ def command(
 
     Prints {id, mode, bytes, version, created}, plus `commit` when a commit was made.
     """
-    from ..change_fast import check_modes, content_of
     from ..ops.write import write_note
 
-    check_modes(append, overwrite)
+    if append and overwrite:
+        raise UsageError("--append and --overwrite cannot be used together: choose one")
     emit_written(
         write_note(
             app.config,

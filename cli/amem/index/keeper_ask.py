@@ -23,9 +23,8 @@ The protocol, beside the ranking one (`keeper_client`), on the same socket:
 `AMEM_NO_KEEPER=1` makes a command answer in its own process, keeper or not (comparisons, benchmarks);
 it still uses the keeper's sync cookies to skip the walk of the vault.
 
-The console script asks before Click loads when it can (`keeper_fast`), with the same request; a command it
-asked for and that goes on through Click does not ask again (`asked`). This module imports neither `typing`
-nor `pathlib` nor `contextlib`, for that path's sake.
+The console script asks before Click loads when it can (`amem.shim`), with the same request; a command it
+asked for and that goes on through Click does not ask again (`asked`).
 """
 
 from __future__ import annotations

@@ -38,8 +38,6 @@ import json
 import os
 import time
 
-# Neither `typing` nor `pathlib` nor `contextlib` here: the console script's fast path (keeper_fast) loads
-# this module before anything else of amem's, and each of them would cost it milliseconds.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..errors import AmemError
 from ..index.keeper_ask import answer_settings, local_zone
+from ..opspec import MAX_NUMBER, OPS, TYPES
 from ..output import one_line
 from ..report import CollectingReporter, Reporter
 
@@ -26,29 +27,10 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..keeper.requests import After, CommandRequest
 
-#: The largest number a request may give (a limit, a depth, a budget).
-MAX_NUMBER = 1_000_000_000
 _OPTIONAL_TEXT = (str, type(None))
-_OPTIONAL_NUMBER = (int, type(None))
-
-#: Each operation's arguments: name → the types it may have (a list is a list of strings).
+#: Each operation's arguments: name → the types it may have (a list is a list of strings), as declared.
 _ARGS: dict[str, dict[str, tuple[type, ...]]] = {
-    "search": {
-        "query": _OPTIONAL_TEXT,
-        "limit": _OPTIONAL_NUMBER,
-        "exactTitle": _OPTIONAL_TEXT,
-        "tags": (list,),
-        "folder": _OPTIONAL_TEXT,
-        "explain": (bool,),
-    },
-    "read": {"id": (str,), "depth": _OPTIONAL_NUMBER, "maxChars": _OPTIONAL_NUMBER},
-    "list": {
-        "prefix": _OPTIONAL_TEXT,
-        "tags": (list,),
-        "sort": _OPTIONAL_TEXT,
-        "limit": _OPTIONAL_NUMBER,
-        "since": _OPTIONAL_TEXT,
-    },
+    op: {p.name: TYPES[p.kind] for p in params if p.kind != "switch"} for op, params in OPS.items()
 }
 _CONFIG: dict[str, tuple[type, ...]] = {
     "maxLinkDepth": (int,),

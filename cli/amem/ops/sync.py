@@ -600,9 +600,11 @@ def _ids(place: _Place, paths: list[str], extensions: tuple[str, ...]) -> list[s
     ids = []
     for path in paths:
         note = place.note_id(path)
-        if note is not None and note.lower().endswith(tuple(e.lower() for e in extensions)):
-            if note.isascii() or note.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == note:
-                ids.append(note)
+        utf8 = note is not None and (
+            note.isascii() or note.encode("utf-8", "surrogatepass").decode("utf-8", "replace") == note
+        )
+        if note is not None and utf8 and note.lower().endswith(tuple(e.lower() for e in extensions)):
+            ids.append(note)
     return ids
 
 
