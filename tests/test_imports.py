@@ -75,6 +75,7 @@ NOTES_AMEM = frozenset(
         "amem.index.scan",
         "amem.index.sql",
         "amem.notes.links",
+        "amem.notes.blocks",
         "amem.notes.parse",
         "amem.notes.ids",
         "amem.timefmt",
@@ -97,6 +98,7 @@ NOTES_AMEM = frozenset(
 NOTES_READ = frozenset({"sqlite3", "bisect", "unicodedata", "fcntl"})
 NOTES_READ_AMEM = frozenset(
     {"amem.index.index", "amem.index.scan", "amem.index.sql", "amem.index.keeper_client", "amem.notes.links"}
+    | {"amem.notes.blocks"}  # the note's block structure, where its links are
     | {"amem.index.schema"}  # the tables the index checks it holds
     | {"amem.index.snapshot"}  # what the index last stored of every note's (mtime, size)
     | {"amem.notes.parse", "amem.notes.simple_yaml", "amem.notes.ids", "amem.timefmt", "amem.cachedir"}
@@ -239,12 +241,20 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         | {"amem.index.embedding"},  # its keeper asks whether semantic.model is embedded in the background
         "amem.mcp_server",
     ),
+    # Probed with no lines: the batch itself loads nothing; each line loads what its command does (above).
+    "batch": (["batch"], frozenset(), frozenset(), "amem.commands.batch"),
 }
 
 
 def loaded_modules(args: list[str], cwd: Path) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", PROBE, *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,  # `mcp` and `batch` read it to its end
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     line = [x for x in done.stderr.splitlines() if x.startswith("MODULES=")]
     assert line, done.stderr

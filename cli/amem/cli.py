@@ -39,6 +39,7 @@ COMMANDS = (
     "trust",
     "watch",
     "mcp",
+    "batch",
 )
 
 #: `amem help [COMMAND]`, as git users type it: hidden (`--help` is the documented way), so the command
@@ -61,13 +62,14 @@ SERVING = frozenset({"watch", "mcp"})
 
 
 class AppContext:
-    """Built once in the root group and handed to commands with pass_app; loads config on first use."""
+    """Built once in the root group and handed to commands with pass_app; loads config on first use.
+    `reporter` replaces the command line's (`amem batch` keeps each line's warnings for its result)."""
 
-    def __init__(self, vault: str | None, config_file: str | None) -> None:
+    def __init__(self, vault: str | None, config_file: str | None, reporter: Reporter | None = None) -> None:
         self.vault_flag = vault
         self.config_flag = config_file
         self._config: Config | None = None
-        self._reporter: Reporter | None = None
+        self._reporter = reporter
 
     @property
     def reporter(self) -> Reporter:
@@ -244,6 +246,14 @@ def _run_translating_errors(invoke: Callable[[], object]) -> int:
     from .outcome import run_translating_errors
 
     return run_translating_errors(invoke, _click_outcome)
+
+
+def run_outcome(invoke: Callable[[], object]) -> tuple[int, dict[str, Any] | None]:
+    """Run `invoke` as the root group runs a command, Click's exceptions included, printing no failure:
+    its exit code and the error document it would print on stderr, or None."""
+    from .outcome import run_outcome as outcome
+
+    return outcome(invoke, _click_outcome)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """A command-line run's outcome: every failure as amem's own error on stderr with its exit code, never a
 traceback, and the warnings met on the way (held until the run ends) folded into it. The root group runs
 every command through `run_translating_errors`, adding Click's own exceptions (`cli`); the console script's
-`write` and `sync` before Click (`change_fast`) run through it alone."""
+shim (`shim`) prints a keeper's answer through it alone."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import errno
 import os
 import re
 from collections.abc import Callable
+from typing import Any
 
 from .errors import AmemError, InternalError, Interrupted, IoError
 from .output import emit_error, silence_stdout
@@ -26,6 +27,15 @@ _IO_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT
 def run_translating_errors(invoke: Callable[[], object], translate: Translate | None = None) -> int:
     """Run `invoke`; its exit code. On failure the error object goes to stderr with the warnings met
     before it folded in (stderr holds one JSON document); on success they are printed as lines."""
+    code, document = run_outcome(invoke, translate)
+    if document is not None:
+        emit_error(document)
+    return code
+
+
+def run_outcome(invoke: Callable[[], object], translate: Translate | None = None) -> tuple[int, dict[str, Any] | None]:
+    """`run_translating_errors` without printing the failure: the exit code and the error document it
+    would print (`{"error": …}`, the held warnings folded in), or None on success."""
     from .report import end_run, start_run
 
     reporter = start_run()
@@ -35,13 +45,12 @@ def run_translating_errors(invoke: Callable[[], object], translate: Translate | 
         end_run()
     if error is None:
         reporter.release()
-        return code
+        return code, None
     document = error.to_json()
     warnings = reporter.take_held()
     if warnings:
         document["error"]["warnings"] = warnings
-    emit_error(document)
-    return code
+    return code, document
 
 
 def _outcome(invoke: Callable[[], object], translate: Translate | None) -> tuple[int, AmemError | None]:

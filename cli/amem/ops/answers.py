@@ -108,11 +108,12 @@ def run(
 ) -> tuple[Any, After]:
     """Operation `op` with checked `args`: its result, and what to run once the result is out (a read's
     record of what it saw). Also the console script's own, for a command no keeper answers: not
-    `long_lived`, so that a search keeps neither its index open nor the vectors in memory."""
+    `long_lived`, so that a search keeps neither its index open nor the vectors in memory, and a read
+    records what it saw in the index it read (nothing to run after)."""
     if op == "search":
         return _search(config, args, reporter, long_lived), None
     if op == "read":
-        return _read(config, args, reporter)
+        return _read(config, args, reporter, long_lived)
     from ..index.listing import list_notes
 
     result = list_notes(
@@ -149,10 +150,12 @@ def _search(config: Config, args: dict[str, Any], reporter: Reporter, long_lived
     )
 
 
-def _read(config: Config, args: dict[str, Any], reporter: Reporter) -> tuple[Any, After]:
+def _read(config: Config, args: dict[str, Any], reporter: Reporter, long_lived: bool) -> tuple[Any, After]:
     from .read import read_note
 
     depth, budget = args["depth"], args["maxChars"]
+    if not long_lived:  # the command's own process: the read records what it saw in the index it has open
+        return read_note(config, args["id"], depth, max_chars=budget, reporter=reporter), None
     result = read_note(config, args["id"], depth, max_chars=budget, reporter=reporter, mark_seen=False)
     return result, _seen(config, result["id"], result["version"])
 
