@@ -212,9 +212,9 @@ def test_link_spans_locate_each_target_as_written() -> None:
 )
 def test_a_body_without_code_finds_the_same_links_either_way(body: str) -> None:
     """The shortcut for bodies with no code finds what the paragraph-by-paragraph reading finds."""
-    from amem.notes.links import _may_hold_indented_code, _spans_by_paragraph, _spans_in_text
+    from amem.notes.links import _spans_by_paragraph, _spans_in_text, may_hold_code
 
-    if not _may_hold_indented_code(body):
+    if not may_hold_code(body):
         assert list(_spans_in_text(body, 0, True, True, (".md",))) == list(
             _spans_by_paragraph(body, True, True, (".md",))
         )

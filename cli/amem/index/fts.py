@@ -29,7 +29,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from ..notes.links import prose_lines
+from ..notes.blocks import headings as body_headings
 from .tokenize import field_text, id_stem, title_key
 
 SCHEMA = """
@@ -49,8 +49,6 @@ PENDING_BYTES = 8 << 20
 #: Between two values in one field (id and title; the linking ids), so no phrase runs across them:
 #: a term no query can contain (queries are made of letters and digits only).
 SEPARATOR = " \u2063 "
-_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$")
-_HEADINGS = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*\r?$", re.MULTILINE)
 #: A heading's `{#anchor}` at its end.
 _ANCHOR = re.compile(r"[ \t]*\{#[^}]*\}$")
 #: How a heading is written rather than what it says: `[label](address)` (the label is kept), and code and
@@ -74,12 +72,9 @@ def head_text(note_id: str, title: str) -> str:
 
 
 def headings(body: str) -> list[str]:
-    """The Markdown headings outside fenced code (with no fence in the body, found by one regex)."""
-    if "#" not in body:
-        return []
-    if "```" not in body and "~~~" not in body:
-        return [m.group(1) for m in _HEADINGS.finditer(body)]
-    return [m.group(1) for line in prose_lines(body) if (m := _HEADING.match(line))]
+    """The texts of the body's Markdown headings (ATX and setext, outside code and HTML blocks), the empty
+    ones left out."""
+    return [heading.text for heading in body_headings(body) if heading.text]
 
 
 def headings_text(body: str) -> str:

@@ -20,8 +20,8 @@ from ..digest import sha1_hex
 #: orphan query; 12: note_headings, each note's folded headings, for the ranking's exact-heading tier; 13: those
 #: headings' keys without their markup; 14: search_heads, the short fields' own table, for the phrase
 #: tiers; 15: each note's frontmatter warning, for check; 16: a link whose target has a folder never resolves
-#: by its base name alone
-SCHEMA_VERSION = 16
+#: by its base name alone; 17: links, headings, titles and tags read by CommonMark's block structure
+SCHEMA_VERSION = 17
 #: The index database's file name in the vault's cache folder, and its refresh lock's: one of each per
 #: version, so that another version's refresh never holds this one's up.
 FILE = f"index-{SCHEMA_VERSION}.sqlite"

@@ -69,7 +69,6 @@ CREATE TABLE IF NOT EXISTS semantic_vectors (
 );
 """
 
-_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 #: Markup that carries no meaning for the model: HTML tags, heading anchors, link targets, bare URLs, and
 #: Markdown's emphasis, code, heading, quote and table marks.
 _MARKUP = (
@@ -299,20 +298,24 @@ def _load(model: str) -> Embedder:
 
 
 def chunks(title: str, body: str) -> list[str]:
-    """The texts a note is embedded as: one per heading section (the heading and its prose, fenced code
-    left out), a section longer than CHUNK_CHARS cut at blank lines into pieces of about that size, each
-    piece led by the note's title, markup removed. A note with no prose is its title alone."""
-    from ..notes.links import prose_lines
+    """The texts a note is embedded as: one per heading section (the heading and its prose, code and HTML
+    blocks left out), a section longer than CHUNK_CHARS cut at blank lines into pieces of about that size,
+    each piece led by the note's title, markup removed. A note with no prose is its title alone."""
+    from ..notes.blocks import HEADING, blocks, body_lines, code_lines
 
+    found = blocks(body)
+    code = code_lines(found)
+    heads = {block.first for block in found if block.kind == HEADING and not block.nested}
     sections: list[list[str]] = [[]]
-    for line in prose_lines(body):
-        if _HEADING.match(line):
+    for number, line in enumerate(body_lines(body)):
+        if number in heads:
             sections.append([])
-        sections[-1].append(line)
+        if number not in code:
+            sections[-1].append(line)
     title = plain(title)
     out: list[str] = []
-    for section in sections:
-        for piece in _pieces(section):
+    for at, section in enumerate(sections):
+        for piece in _pieces(section, at > 0):
             out.append(f"{title}\n{plain(piece)}" if title else plain(piece))
             if len(out) == MAX_CHUNKS:
                 return out
@@ -326,13 +329,14 @@ def plain(text: str) -> str:
     return text
 
 
-def _pieces(lines: list[str]) -> Iterable[str]:
+def _pieces(lines: list[str], headed: bool) -> Iterable[str]:
+    """A section's pieces; each after the first starts with the section's heading line, when `headed`."""
     text = "\n".join(lines).strip()
     if len(text) <= CHUNK_CHARS:
         if text:
             yield text
         return
-    heading = lines[0].strip() if _HEADING.match(lines[0]) else ""
+    heading = lines[0].strip() if headed else ""
     current = ""
     for paragraph in re.split(r"\n\s*\n", text):
         paragraph = paragraph.strip()[:PIECE_CHARS]

@@ -1,4 +1,5 @@
-"""Obsidian-style links: finding them outside code, and resolving targets to note ids."""
+"""Obsidian-style links: finding them outside code and HTML blocks (as `blocks` reads a body), and resolving
+targets to note ids."""
 
 from __future__ import annotations
 
@@ -20,11 +21,10 @@ _MD_LINK_SOURCE = (
 
 class _Patterns:
     """The module's patterns, each compiled on its first use (then an attribute like any other): a note
-    compiles only those of what it holds, where compiling all seven cost a read of one note a millisecond."""
+    compiles only those of what it holds, where compiling all six cost a read of one note a millisecond."""
 
     #: name → source
     SOURCES = {  # noqa: RUF012 (read only)
-        "fence_open": r"^( {0,3})(`{3,}|~{3,})(.*)$",
         "link": r"(!?)\[\[([^\[\]\n]*?)\]\]",
         # `link` for text with no `![[`: starting with a literal, the engine skips to each `[[` in C (ten
         # times as fast over a note as the optional `!` lets it be).
@@ -43,7 +43,6 @@ class _Patterns:
         setattr(self, name, pattern)
         return pattern
 
-    fence_open: re.Pattern[str]
     link: re.Pattern[str]
     plain_link: re.Pattern[str]
     backticks: re.Pattern[str]
@@ -53,7 +52,6 @@ class _Patterns:
 
 
 _P = _Patterns()
-_INDENTED_CODE = ("    ", "\t")
 
 
 def link_key(text: str) -> str:
@@ -93,62 +91,41 @@ class Link(NamedTuple):
 
 
 def prose_lines(body: str) -> Iterator[str]:
-    """Lines outside fenced code blocks (``` or ~~~, up to 3 spaces of indent; an unclosed fence runs on)."""
-    return (item[1] for item in _prose_with_breaks(body) if item is not None)
+    """The body's lines outside code and HTML blocks (a line's `\\r` left off), blank lines included."""
+    from .blocks import blocks, body_lines, code_lines  # here: a body with no code needs no scan
+
+    lines = body_lines(body)
+    if not may_hold_code(body):
+        return iter(lines)
+    code = code_lines(blocks(body))
+    return (line for number, line in enumerate(lines) if number not in code)
+
+
+def may_hold_code(body: str) -> bool:
+    """Whether any line of `body` may be code or HTML: a fence needs ``` or ~~~, indented code four columns
+    of whitespace (past any container's markers), an HTML block `<`."""
+    return "`" in body or "~~~" in body or "<" in body or "    " in body or "\t" in body
 
 
 def _paragraphs(body: str) -> Iterator[list[tuple[int, str]]]:
-    """Runs of prose lines split at blank lines and fences, each line with its offset in `body`: the
-    reach of one inline code span."""
-    current: list[tuple[int, str]] = []
-    for item in _prose_with_breaks(body):
-        if item is None or not item[1].strip():
-            if current:
-                yield current
-                current = []
-            continue
-        current.append(item)
-    if current:
-        yield current
+    """The body's paragraphs and headings, each as its lines with their offsets in `body` (a line's `\\r`
+    left off): the reach of one inline code span."""
+    from .blocks import HEADING, PARAGRAPH, blocks
 
-
-def _prose_with_breaks(body: str) -> Iterator[tuple[int, str] | None]:
-    """Lines outside fenced code with their offsets (a line's `\\r` is left off); each opening fence
-    yields None, so a code span never crosses a block. A fence closes only on a line of the same
-    character, at least as long, with nothing after it."""
-    fence_char = ""
-    fence_len = 0
-    offset = 0
-    may_indent = True  # an indented code block starts after a blank line (or at the top), never in a paragraph
-    for raw in body.split("\n"):
-        start = offset
-        offset += len(raw) + 1
-        line = raw[:-1] if raw.endswith("\r") else raw
-        if fence_char:
-            stripped = line.lstrip(" ")
-            if len(line) - len(stripped) <= 3 and stripped.startswith(fence_char * fence_len):
-                run = len(stripped) - len(stripped.lstrip(fence_char))
-                if run >= fence_len and not stripped[run:].strip():
-                    fence_char = ""
+    lines = body.split("\n")
+    at, row = 0, 0  # the offset of line `row`
+    for block in blocks(body):
+        if block.kind not in (PARAGRAPH, HEADING):
             continue
-        if not line.strip():
-            may_indent = True
-            yield start, line
-            continue
-        if may_indent and line.startswith(_INDENTED_CODE):
-            yield None  # a line of an indented code block; the block runs on until a line that is not
-            continue
-        may_indent = False
-        # A fence opens with ``` or ~~~ after at most 3 spaces: only such a line is given to the pattern.
-        opening = line.lstrip(" ")
-        match = (
-            _P.fence_open.match(line) if opening.startswith(("```", "~~~")) and len(line) - len(opening) <= 3 else None
-        )
-        if match and not (match.group(2)[0] == "`" and "`" in match.group(3)):
-            fence_char, fence_len = match.group(2)[0], len(match.group(2))
-            yield None
-            continue
-        yield start, line
+        while row < block.first:
+            at += len(lines[row]) + 1
+            row += 1
+        paragraph = []
+        for line in lines[block.first : block.end]:
+            paragraph.append((at, line[:-1] if line.endswith("\r") else line))
+            at += len(line) + 1
+        row = block.end
+        yield paragraph
 
 
 def strip_code_spans(text: str) -> str:
@@ -215,7 +192,7 @@ class LinkSpan(NamedTuple):
 
 def link_spans(body: str, extensions: tuple[str, ...] = (".md",)) -> list[LinkSpan]:
     """Every [[link]], ![[embed]] and Markdown link to a note (see `markdown_spans`) in the body with its
-    position, in order, outside fenced code, indented code and inline code."""
+    position, in order, outside code (fenced, indented and inline) and HTML blocks."""
     return list(iter_link_spans(body, extensions))
 
 
@@ -225,14 +202,9 @@ def iter_link_spans(body: str, extensions: tuple[str, ...] = (".md",)) -> Iterat
     markdown = "](" in body
     if not (wiki or markdown):
         return iter(())
-    if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
-        # No code of any kind (a fence needs ``` or ~~~): every line is prose.
-        return _spans_in_text(body, 0, wiki, markdown, extensions)
+    if not may_hold_code(body):
+        return _spans_in_text(body, 0, wiki, markdown, extensions)  # every line is prose
     return _spans_by_paragraph(body, wiki, markdown, extensions)
-
-
-def _may_hold_indented_code(body: str) -> bool:
-    return body.startswith(_INDENTED_CODE) or "\n    " in body or "\n\t" in body
 
 
 def _spans_in_text(
@@ -266,7 +238,8 @@ def _shifted(span: LinkSpan, shift: int) -> LinkSpan:
 
 
 def _spans_by_paragraph(body: str, wiki: bool, markdown: bool, extensions: tuple[str, ...]) -> Iterator[LinkSpan]:
-    """link_spans paragraph by paragraph, with fenced and indented code left out and inline code blanked."""
+    """link_spans paragraph by paragraph (and heading by heading), code and HTML blocks left out and inline
+    code blanked."""
     for paragraph in _paragraphs(body):
         text = "\n".join(line for _, line in paragraph)
         has_wiki, has_markdown = wiki and "[[" in text, markdown and "](" in text
@@ -476,7 +449,7 @@ def _prose_texts(body: str) -> Iterator[tuple[int, int, str, bool, bool]]:
     wiki, markdown = "[[" in body, "](" in body
     if not (wiki or markdown):
         return
-    if "`" not in body and "~~~" not in body and not _may_hold_indented_code(body):
+    if not may_hold_code(body):
         yield 0, 0, body, wiki, markdown
         return
     row, counted = 0, 0  # the line of offset `counted`

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -48,10 +47,6 @@ def _timestamp_as_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     except (ValueError, OverflowError):
         return str(node.value)
     return value.isoformat() if isinstance(value, date | datetime) else text
-
-
-#: A `# ` heading line (compiled by re on first use: most notes' title is in their frontmatter).
-_HEADING = r"^#[ \t]+(.+?)[ \t#]*$"
 
 
 def version_of(data: bytes) -> str:
@@ -179,16 +174,16 @@ def _load_block(text: str, block: str, body: str, note_id: str) -> ParsedNote:
 
 
 def note_title(frontmatter: dict[str, Any], body: str, note_id: str) -> str:
-    """Frontmatter `title`, else the first `# ` heading outside code, else the file name without extension."""
+    """Frontmatter `title`, else the first level-1 heading (`# Title`, or `Title` over `===`) outside code,
+    HTML, block quotes and lists, else the file name without extension."""
     title = frontmatter.get("title")
     if isinstance(title, str | int | float) and not isinstance(title, bool) and str(title).strip():
         return str(title).strip()
-    from .links import prose_lines
+    from .blocks import headings
 
-    for line in prose_lines(body):
-        match = re.match(_HEADING, line) if line.startswith("#") else None
-        if match:
-            return match.group(1).strip()
+    for heading in headings(body):
+        if heading.level == 1 and not heading.nested and heading.text:
+            return " ".join(heading.text.split())
     name = note_id.rsplit("/", 1)[-1]
     return name.rsplit(".", 1)[0] if "." in name else name
 

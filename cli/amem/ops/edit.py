@@ -2,12 +2,14 @@
 the one write path, leaving every byte it was not asked to change as it was, but the `updated` line.
 
 The text is edited as text: the frontmatter is never re-rendered (the `updated` line is replaced in place
-or added in the block's own line-ending style), CRLF stays CRLF, a BOM stays, and headings inside fenced
-code are not headings. `edit_note` is what `amem edit` and the MCP tool `wiki_edit` call.
+or added in the block's own line-ending style), CRLF stays CRLF, a BOM stays, and the body's headings are
+those CommonMark reads (`notes.blocks`: setext ones too; none in code or HTML). `edit_note` is what `amem
+edit` and the MCP tool `wiki_edit` call.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
     from ..shapes import EditResult
 
 _BOM = "\ufeff"
-#: An ATX heading line (without its line ending): up to 3 spaces, 1-6 `#`, its text, optional closing `#`s.
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*\Z")
 #: A heading as the caller names it: `Status`, `## Status`, `##Status`.
 _NAMED = re.compile(r"(#{1,6})[ \t]*(.*)\Z", re.S)
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\r?\n)*")
@@ -174,28 +174,26 @@ def _heading_key(heading: str) -> tuple[int | None, str]:
 
 
 class _Heading(NamedTuple):
-    start: int  # offset of the heading line in the body
-    after: int  # offset just past its line ending (the end of the body when it has none)
+    start: int  # offset of the heading's first line in the body
+    after: int  # offset just past its last line's ending (the end of the body when it has none)
     level: int
     key: str
 
 
 def headings(body: str) -> list[_Heading]:
-    """The ATX headings of `body` outside fenced code, in order."""
-    from ..notes.links import _prose_with_breaks
+    """The sections' headings of `body`, in order: ATX and setext headings outside code and HTML blocks,
+    not inside a block quote or list item (such a heading is part of its container, and ends no section)."""
+    from ..notes.blocks import headings as blocks_headings
 
-    found = []
-    for item in _prose_with_breaks(body):
-        if item is None:
-            continue
-        start, line = item
-        match = _ATX.match(line)
-        if match:
-            end = body.find("\n", start)
-            after = len(body) if end < 0 else end + 1
-            key = " ".join((match.group(2) or "").split()).casefold()
-            found.append(_Heading(start, after, len(match.group(1)), key))
-    return found
+    found = [heading for heading in blocks_headings(body) if not heading.nested]
+    if not found:
+        return []
+    lines = body.split("\n")
+    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
+    return [
+        _Heading(starts[h.first], min(starts[h.end], len(body)), h.level, " ".join(h.text.split()).casefold())
+        for h in found
+    ]
 
 
 def _clean(content: str, nl: str) -> str:
