@@ -24,7 +24,7 @@ _CLEARED_PREFIXES = ("AMEM_", "AGENTMEMORY_")
 
 # Test modules import onnxruntime to skip without it, at collection, with the real HOME: with its telemetry
 # on (1.32 on Linux) that import alone writes a device id under ~/.cache/Microsoft. amem turns it off the
-# same way before its own import (amem.index.models).
+# same way before its own import (amem.semantic.models).
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
 # No property fails for being slow: an example's time on a loaded machine (or beside another xdist worker)

@@ -23,11 +23,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amem.index import tokenize
 from amem.index.batch import CompactResolver
 from amem.index.schema import FILE as INDEX_FILE
-from amem.index.tokenize import field_text, stem
+from amem.notes import tokenize
 from amem.notes.links import LinkResolver, extract_links, link_census
+from amem.notes.tokenize import field_text, stem
 from tests.conftest import write_file
 from tests.installed import amem_bin
 

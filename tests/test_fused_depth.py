@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from amem.config import load_config
-from amem.index import semantic
 from amem.index.index import VaultIndex
-from amem.index.rank import Filter, Ranker
-from amem.index.search import search
-from amem.index.tokenize import Query
+from amem.notes.tokenize import Query
 from amem.report import Reporter
+from amem.search.query import search
+from amem.search.rank import Filter, Ranker
+from amem.semantic import semantic
 from tests.conftest import write_file
 
 pytestmark = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")

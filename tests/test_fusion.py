@@ -13,8 +13,9 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from amem.config import load_config
-from amem.index import fusion, semantic
-from amem.index.search import search
+from amem.search import fusion
+from amem.search.query import search
+from amem.semantic import semantic
 from tests.conftest import write_file
 from tests.installed import installed_runner
 from tests.test_mcp import TOOL_LIST_TOKENS, Client, serve, tool_list_chars

@@ -48,6 +48,7 @@ PATHLIB = frozenset({"pathlib", "ntpath", "urllib", "ipaddress"})
 #: The layers' packages hold only their docstrings, so loading one costs nothing.
 LAYERS = frozenset(
     {"amem.notes", "amem.store", "amem.gitvault", "amem.fswatch", "amem.index", "amem.keeper", "amem.ops"}
+    | {"amem.keeperproto", "amem.semantic", "amem.search", "amem.sync"}
 )
 AMEM_BASE = LAYERS | frozenset(
     {"amem", "amem.cli", "amem.config", "amem.digest", "amem.errors", "amem.output", "amem.report", "amem.commands"}
@@ -83,9 +84,9 @@ NOTES_AMEM = frozenset(
     # the cache folder, and the names of the temporary files a scan sweeps away
     | {"amem.cachedir", "amem.atomicfile"}
     # what the index keeps of each note: its search rows, tokens, frontmatter fields and tags
-    | {"amem.index.fts", "amem.index.tokenize", "amem.notes.simple_yaml", "amem.notes.tags"}
+    | {"amem.index.fts", "amem.notes.tokenize", "amem.notes.simple_yaml", "amem.notes.tags"}
     # the index keeper's sync check: a lock probe and a cookie file, no watcher
-    | {"amem.index.keeper_client"}
+    | {"amem.keeperproto.client"}
     # what amem wrote, recorded for modifiedExternally
     | {"amem.index.seen"}
     # the attachments a build's walk passed, stored for reads
@@ -97,7 +98,7 @@ NOTES_AMEM = frozenset(
 #: links and plain frontmatter.
 NOTES_READ = frozenset({"sqlite3", "bisect", "unicodedata", "fcntl"})
 NOTES_READ_AMEM = frozenset(
-    {"amem.index.index", "amem.index.scan", "amem.index.sql", "amem.index.keeper_client", "amem.notes.links"}
+    {"amem.index.index", "amem.index.scan", "amem.index.sql", "amem.keeperproto.client", "amem.notes.links"}
     | {"amem.notes.blocks"}  # the note's block structure, where its links are
     | {"amem.index.schema"}  # the tables the index checks it holds
     | {"amem.index.snapshot"}  # what the index last stored of every note's (mtime, size)
@@ -105,7 +106,7 @@ NOTES_READ_AMEM = frozenset(
     | {"amem.atomicfile"}
 )
 #: The search engine: query parsing, ranking and results over the index's full-text tables.
-SEARCH_AMEM = frozenset({"amem.index.search", "amem.index.rank"})
+SEARCH_AMEM = frozenset({"amem.search.query", "amem.search.rank"})
 #: git runs in a subprocess.
 GIT_PROCESS = frozenset({"subprocess", "select", "selectors", "signal"})
 #: ...and history, restore and --commit also make scratch folders and records of what git said.
@@ -127,7 +128,7 @@ MCP_SDK = frozenset(
 
 #: The commands a keeper answers ask it first (the lock probe, keeper.json), over its socket only when one
 #: lives: see KEEPER_PATH.
-ASK = frozenset({"amem.index.keeper_ask"})
+ASK = frozenset({"amem.keeperproto.ask"})
 #: ...and, when none answers, run the operation by the very code the keeper runs.
 ASK |= {"amem.ops.answers"}
 
@@ -142,8 +143,8 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES_READ_AMEM | ASK | {"amem.ops.read", "amem.notes.conflicts", "amem.index.attached", "amem.index.health"},
         "amem.ops.read",
     ),
-    "search": (["search", "x"], PATHLIB | NOTES, NOTES_AMEM | ASK | SEARCH_AMEM, "amem.index.search"),
-    "list": (["list"], PATHLIB | NOTES, NOTES_AMEM | ASK | {"amem.index.listing"}, "amem.index.listing"),
+    "search": (["search", "x"], PATHLIB | NOTES, NOTES_AMEM | ASK | SEARCH_AMEM, "amem.search.query"),
+    "list": (["list"], PATHLIB | NOTES, NOTES_AMEM | ASK | {"amem.search.listing"}, "amem.search.listing"),
     # JSON by default: the renderers (amem.graphview) and the HTML page load only for another --format
     "graph": (["graph"], PATHLIB | NOTES, NOTES_AMEM | {"amem.ops.graph"}, "amem.ops.graph"),
     # A write records what it wrote in the index's `seen` table, and opens no more of the index for it.
@@ -159,7 +160,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         ["edit", "x", "--prepend", "more"],
         PATHLIB | NOTES | {"fcntl"},
         # the updated line is stamped as a move stamps it
-        NOTES_AMEM | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"},
+        NOTES_AMEM | {"amem.ops.edit", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.search.query"},
         "amem.ops.edit",
     ),
     "history": (
@@ -178,30 +179,31 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
     "delete": (
         ["delete", "x"],
         PATHLIB | NOTES | {"fcntl"},
-        NOTES_AMEM | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write"},
-        "amem.ops.ops",
+        NOTES_AMEM | {"amem.ops.delete", "amem.store.write"},
+        "amem.ops.delete",
     ),
     "move": (
         ["move", "x", "y"],
         # a move rewrites notes side by side, in threads
         PATHLIB | NOTES | {"fcntl", "concurrent", "atexit", "logging", "queue", "string", "traceback"},
         NOTES_AMEM
-        | {"amem.ops.ops", "amem.ops.relink", "amem.ops.write", "amem.store.write", "amem.index.search"}
+        | {"amem.ops.move", "amem.ops.delete", "amem.ops.relink", "amem.ops.write", "amem.store.write"}
+        | {"amem.search.query"}
         | {"amem.ops.names"},  # the case twins a move to NEW must not make
-        "amem.ops.ops",
+        "amem.ops.move",
     ),
     "sync": (
         ["sync"],
         GIT_PROCESS | {"fcntl", "shlex"},  # no pathlib: an idle sync's git layer holds paths as strings
-        frozenset({"amem.gitvault.git", "amem.ops.sync", "amem.ops.sync_attributes"})
+        frozenset({"amem.gitvault.git", "amem.sync.sync", "amem.sync.attributes"})
         # the notes git ignores, asked when it ignores a folder (the console test's vault ignores .obsidian/)
-        | {"amem.ops.sync_ignored"}
+        | {"amem.sync.ignored"}
         # the scratch folders a killed sync left, found by the pid in their name (test_sync_processes)
         | {"amem.gitvault.gitlocal", "amem.atomicfile"},
-        "amem.ops.sync",
+        "amem.sync.sync",
     ),
-    # amem.index.embedding: whether semantic.model is one embedded here (it imports nothing more itself)
-    "index": (["index"], PATHLIB | NOTES, NOTES_AMEM | {"amem.index.embedding"}, "amem.index.index"),
+    # amem.semantic.embedding: whether semantic.model is one embedded here (it imports nothing more itself)
+    "index": (["index"], PATHLIB | NOTES, NOTES_AMEM | {"amem.semantic.embedding"}, "amem.index.index"),
     "check": (
         ["check"],
         PATHLIB | NOTES,
@@ -235,10 +237,10 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         # the declarations its schemas come from: argument checks and the shapes of the results
         | {"amem.mcp_declare", "amem.shapes"}
         # the keeper answers the commands that ask it with the commands' own functions
-        | {"amem.ops.answers", "amem.index.keeper_ask"}
+        | {"amem.ops.answers", "amem.keeperproto.ask"}
         | {f"amem.watcher.{m}" for m in ("observation", "redact")}
         | {"amem.fswatch.observer", "amem.fswatch.rules"}
-        | {"amem.index.embedding"},  # its keeper asks whether semantic.model is embedded in the background
+        | {"amem.semantic.embedding"},  # its keeper asks whether semantic.model is embedded in the background
         "amem.mcp_server",
     ),
     # Probed with no lines: the batch itself loads nothing; each line loads what its command does (above).
@@ -300,7 +302,7 @@ def test_help_loads_only_the_command_registry(isolated_env: Path) -> None:
 #: trip (the C module `_socket`, not `socket` and its `selectors`) and the JSON they print; never SQLite,
 #: YAML, the index, the tokenizer or the ranking.
 KEEPER_PATH = frozenset({"fcntl"})
-KEEPER_PATH_AMEM = frozenset({"amem.notes.ids", "amem.index.keeper_client", "amem.index.keeper_ask"})
+KEEPER_PATH_AMEM = frozenset({"amem.notes.ids", "amem.keeperproto.client", "amem.keeperproto.ask"})
 
 
 @pytest.mark.parametrize("args", [["search", "x"], ["read", "x"], ["list"]], ids=lambda a: a[0])
@@ -322,7 +324,7 @@ def test_with_a_keeper_a_command_loads_only_a_clients_modules(
     finally:
         keeper.stop(signal.SIGKILL)
         shutil.rmtree(cache, ignore_errors=True)
-    assert "amem.index.keeper_ask" in loaded
+    assert "amem.keeperproto.ask" in loaded
     top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
     assert sorted(top_level - BASE - KEEPER_PATH) == []
     own = {m for m in loaded if m == "amem" or m.startswith("amem.")}

@@ -250,7 +250,7 @@ def test_an_index_of_the_version_before_is_built_again_with_the_short_fields_tab
     import json
 
     from amem.index.schema import fingerprint
-    from amem.index.search import search
+    from amem.search.query import search
 
     write_file(config.vault_root / "a.md", "# Alpha Beta\nbody\n")
     write_file(config.vault_root / "b.md", "# B\nalpha and beta\n")

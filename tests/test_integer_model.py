@@ -1,4 +1,4 @@
-"""amem.index.integer_model: an ONNX graph whose weights are stored as int8 times a scale, rewritten so that
+"""amem.semantic.integer_model: an ONNX graph whose weights are stored as int8 times a scale, rewritten so that
 onnxruntime multiplies the integers. Small models are encoded here by hand (protobuf, as ONNX defines it)
 and run by onnxruntime before and after the rewrite."""
 
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 np = pytest.importorskip("numpy")
 ort = pytest.importorskip("onnxruntime")
 
-from amem.index import integer_model  # noqa: E402
-from amem.index.integer_model import ModelFormatError, integer_matmuls  # noqa: E402
+from amem.semantic import integer_model  # noqa: E402
+from amem.semantic.integer_model import ModelFormatError, integer_matmuls  # noqa: E402
 
 FLOAT, INT8, INT64 = 1, 3, 7
 

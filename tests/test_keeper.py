@@ -18,11 +18,11 @@ import pytest
 import amem.index.index
 import amem.index.scan
 from amem.config import Config, load_config
-from amem.index import keeper_client
 from amem.index.index import VaultIndex
-from amem.index.keeper_client import SYNC_DIR, synced
-from amem.index.search import search
+from amem.keeperproto import client as keeper_client
+from amem.keeperproto.client import SYNC_DIR, synced
 from amem.ops.read import read_note
+from amem.search.query import search
 from tests.conftest import write_file
 from tests.gitrepo import git, init_repo
 from tests.keeperproc import KeeperProcess, start_keeper, wait_until_stopped
@@ -293,15 +293,15 @@ def test_a_long_lived_processs_kept_index_follows_a_rebuild(
 ) -> None:
     """A keeper's or `amem mcp`'s searches keep their index open between them; when another process
     rebuilds the index (a new file), the next search reads the new one, not the deleted file it held."""
-    import amem.index.search
+    import amem.search.query
 
-    monkeypatch.setattr(amem.index.search, "KEEP_INDEX", True)
-    monkeypatch.setattr(amem.index.search, "_kept", [])
+    monkeypatch.setattr(amem.search.query, "KEEP_INDEX", True)
+    monkeypatch.setattr(amem.search.query, "_kept", [])
     write_file(vault / "a.md", "alpha one\n")
     first = start_keeper()
     try:
         assert [hit["id"] for hit in search(config, "alpha")["hits"]] == ["a.md"]
-        assert amem.index.search._kept, "the search kept its index open"
+        assert amem.search.query._kept, "the search kept its index open"
     finally:
         first.stop()
     rebuilt = subprocess.run([sys.executable, "-m", "amem", "index", "--rebuild"], capture_output=True, text=True)
@@ -382,7 +382,7 @@ def test_a_wait_in_the_keepers_own_process_is_woken_not_polled(
             sleeps.append(seconds)
         real_sleep(seconds)
 
-    monkeypatch.setattr("amem.index.keeper_client.time.sleep", sleep)
+    monkeypatch.setattr("amem.keeperproto.client.time.sleep", sleep)
     try:
         for i in range(20):
             write_file(vault / "a.md", f"# A\n\nchanged{i}\n")

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from amem import __version__
 from amem.config import load_config
-from amem.index.keeper_ask import ANSWER_TIMEOUT, MAX_ANSWER, NO_KEEPER, answer_settings, config_view
-from amem.index.keeper_client import INFO_FILE, SOCKET_FILE
+from amem.keeperproto.ask import ANSWER_TIMEOUT, MAX_ANSWER, NO_KEEPER, answer_settings, config_view
+from amem.keeperproto.client import INFO_FILE, SOCKET_FILE
 from tests.conftest import write_file
 from tests.installed import amem_bin
 from tests.keeperproc import KeeperProcess, start_keeper, wait_until_stopped
@@ -66,7 +66,7 @@ def probe(tmp_path: Path, *args: str, **env: str) -> Ran:
     )
     loaded = set(modules.read_text().split(",")) if modules.exists() else set()
     assert "amem.cli" in loaded, done.stderr
-    by_keeper = "amem.index.keeper_ask" in loaded and "sqlite3" not in loaded and "amem.index.index" not in loaded
+    by_keeper = "amem.keeperproto.ask" in loaded and "sqlite3" not in loaded and "amem.index.index" not in loaded
     return Ran(done.returncode, done.stdout, done.stderr, by_keeper)
 
 

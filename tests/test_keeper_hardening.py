@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from amem.config import load_config
-from amem.index import semantic
-from amem.index.keeper_client import INFO_FILE, SOCKET_FILE, SYNC_DIR
+from amem.keeperproto.client import INFO_FILE, SOCKET_FILE, SYNC_DIR
+from amem.semantic import semantic
 from tests.conftest import write_file
 from tests.gitrepo import commit_all, git, set_identity
 from tests.keeperproc import KeeperProcess, start_keeper

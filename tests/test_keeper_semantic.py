@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from amem.config import load_config
-from amem.index import semantic
 from amem.index.index import VaultIndex
-from amem.index.keeper_client import INFO_FILE, LOCK_FILE, SOCKET_FILE
+from amem.keeperproto.client import INFO_FILE, LOCK_FILE, SOCKET_FILE
+from amem.semantic import semantic
 from tests.conftest import write_file
 from tests.keeperproc import KeeperProcess, start_keeper
 

@@ -1,5 +1,6 @@
 """The package's shape, held: layers that import only downwards, no import cycle, and rooms small enough to
-hold in your head (modules of at most 800 lines, functions under cyclomatic complexity 20).
+hold in your head (modules of at most 800 lines, packages of at most 3,000, functions under cyclomatic
+complexity 20).
 
 Every import counts, at module level or inside a function (a lazy import is still a dependency); only
 imports under `if TYPE_CHECKING:` do not, since they never run. ARCHITECTURE.md describes the layers.
@@ -40,9 +41,12 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ),
     ("the note model", frozenset({"amem.notes"})),
     ("storage, git and file-system watching", frozenset({"amem.store", "amem.gitvault", "amem.fswatch"})),
+    ("the keeper's protocol", frozenset({"amem.keeperproto"})),
     ("the index", frozenset({"amem.index"})),
+    ("semantic vectors", frozenset({"amem.semantic"})),
+    ("the query side", frozenset({"amem.search"})),
     ("the keeper", frozenset({"amem.keeper"})),
-    ("the vault operations", frozenset({"amem.ops"})),
+    ("the vault operations", frozenset({"amem.ops", "amem.sync"})),
     ("the watcher", frozenset({"amem.watcher"})),
     ("the graph views", frozenset({"amem.graphview"})),
     (
@@ -52,6 +56,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ),
 ]
 MAX_MODULE_LINES = 800
+MAX_PACKAGE_LINES = 3000
 MAX_COMPLEXITY = 20
 
 
@@ -188,15 +193,33 @@ def test_every_import_goes_down_the_layers() -> None:
     assert wrong == [], "imports against the layering:\n" + "\n".join(wrong)
 
 
+def test_no_import_cycle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_lazy_import() -> None:
+    graph = {"amem.a": {"amem.b"}, "amem.b": {"amem.c"}, "amem.c": {"amem.a"}, "amem.d": {"amem.a"}}
+    assert cycles(graph) == [["amem.a", "amem.b", "amem.c"]]
+
+
+def test_no_package_holds_more_than_a_few_rooms() -> None:
+    sizes = {
+        package.name: sum(path.read_text(encoding="utf-8").count("\n") for path in package.glob("*.py"))
+        for package in PACKAGE.iterdir()
+        if (package / "__init__.py").is_file()
+    }
+    assert {name: size for name, size in sizes.items() if size > MAX_PACKAGE_LINES} == {}
+
+
 def test_the_layering_check_catches_upward_and_sideways_imports() -> None:
     graph = {
-        "amem.index.search": {"amem.notes.links", "amem.index.rank", "amem.errors"},  # down, own, floor
-        "amem.notes.links": {"amem.index.search"},  # up
+        "amem.search.query": {"amem.notes.links", "amem.search.rank", "amem.errors"},  # down, own, floor
+        "amem.notes.links": {"amem.search.query"},  # up
         "amem.store.write": {"amem.gitvault.git"},  # sideways
         "amem.errors": {"amem.output"},  # within the floor
     }
     assert against_the_layers(graph) == [
-        "amem.notes.links (the note model) imports amem.index.search (the index)",
+        "amem.notes.links (the note model) imports amem.search.query (the query side)",
         "amem.store.write (storage, git and file-system watching) imports amem.gitvault.git (storage, git and "
         "file-system watching)",
     ]

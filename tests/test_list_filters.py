@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from amem.config import Config
-from amem.index.listing import list_notes
-from amem.index.search import search
 from amem.notes.tags import note_tags
+from amem.search.listing import list_notes
+from amem.search.query import search
 from tests.conftest import write_file
 
 

@@ -20,7 +20,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, TextContent
 
-from amem.index import semantic
+from amem.semantic import semantic
 from tests.conftest import write_file
 from tests.gitrepo import commit_all, init_repo, set_identity
 from tests.installed import amem_bin
@@ -405,7 +405,7 @@ def test_the_server_keeps_the_index_of_its_vault(isolated_env: Path, vault: Path
     assert not (vault / ".amem-sync").exists()  # the server's keeper stopped with it
     from amem.config import load_config
     from amem.index.index import VaultIndex
-    from amem.index.keeper_client import synced
+    from amem.keeperproto.client import synced
 
     index = VaultIndex(load_config())
     try:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from amem.config import load_config
 from amem.notes.links import LinkResolver, frontmatter_spans, link_key, link_spans, markdown_path
 from amem.notes.parse import parse_note
-from amem.ops.ops import move_note
+from amem.ops.move import move_note
 
 FOLDERS = ["", "a/", "A/", "b/c/", "B/c/", "d/e/f/"]
 NAMES = ["foo", "Foo", "bar", "caf\u00e9", "cafe\u0301", "x y"]

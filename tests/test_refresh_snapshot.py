@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from amem.config import Config
 from amem.index.index import VaultIndex
 from amem.index.schema import FILE as INDEX_FILE
-from amem.index.vectors import index_fingerprint
+from amem.semantic.vectors import index_fingerprint
 from tests.conftest import write_file
 from tests.installed import amem_bin
 

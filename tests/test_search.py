@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from amem.cli import run
 from amem.config import Config, load_config
 from amem.index.fts import head_text, headings_text, links_text
-from amem.index.search import is_expired, search
-from amem.index.tokenize import Query, field_text, is_cjk, title_key
+from amem.notes.tokenize import Query, field_text, is_cjk, title_key
+from amem.search.query import is_expired, search
 from tests.conftest import write_file
 from tests.installed import installed_runner
 
@@ -40,7 +40,7 @@ def note(title: str, body: str, extra: str = "") -> str:
 #
 # Computes every note's score from scratch, field by field, with none of the engine's machinery (no
 # FTS5, no SQL, no candidate cut), so that matching, BM25 as FTS5 defines it, the phrase bonus and the
-# graph boost are checked against their definition (see amem.index.rank). Fields are turned into terms
+# graph boost are checked against their definition (see amem.search.rank). Fields are turned into terms
 # by the same functions the index uses; the tokenizer has tests of its own.
 
 K1, B = 1.2, 0.75
@@ -198,7 +198,7 @@ def test_ranking_equals_the_model_on_a_larger_vault(isolated_env: Path, monkeypa
     boost's pool every match, the engine must agree with the model exactly."""
     import random
 
-    from amem.index import rank
+    from amem.search import rank
 
     monkeypatch.setattr(rank, "BOOSTED", 10**6)
 
@@ -619,8 +619,8 @@ def test_a_long_notes_snippet_read_from_its_start_is_the_whole_notes(
     """A hit's snippet reads a long note's first characters only, and the rest only when they do not settle
     it (its first match near or past them, no match, a frontmatter not closed there): the snippet is the one
     the whole note gives."""
-    from amem.index import search as searching
-    from amem.index.tokenize import Query
+    from amem.notes.tokenize import Query
+    from amem.search import query as searching
 
     vault = tmp_path_factory.mktemp("snippet")
     (vault / "n.md").write_text(text, encoding="utf-8")

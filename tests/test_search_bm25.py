@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amem.config import load_config
-from amem.index import rank
 from amem.index.index import VaultIndex
-from amem.index.search import note_filter, search
-from amem.index.tokenize import Query
+from amem.notes.tokenize import Query
+from amem.search import rank
+from amem.search.query import note_filter, search
 from tests.conftest import write_file
 from tests.test_search_topk import WORDS, make_vault, reference, traced_statements
 

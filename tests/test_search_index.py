@@ -19,9 +19,9 @@ from amem.config import Config, load_config
 from amem.index.index import VaultIndex
 from amem.index.scan import RACY_NS
 from amem.index.schema import LOCK_FILE
-from amem.index.search import search
-from amem.index.tokenize import Query, field_text, terms_of, title_key, word_runs
+from amem.notes.tokenize import Query, field_text, terms_of, title_key, word_runs
 from amem.report import Progress, Reporter, StderrReporter
+from amem.search.query import search
 from tests.conftest import write_file
 
 # --- tokenizer ---------------------------------------------------------------------------------------

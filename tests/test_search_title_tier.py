@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from amem.config import Config
-from amem.index import rank
-from amem.index.search import search
+from amem.search import rank
+from amem.search.query import search
 from tests.conftest import write_file
 
 

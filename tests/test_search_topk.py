@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amem.config import load_config
-from amem.index import rank
 from amem.index.index import VaultIndex
-from amem.index.search import note_filter, search
-from amem.index.tokenize import Query, title_key
+from amem.notes.tokenize import Query, title_key
+from amem.search import rank
+from amem.search.query import note_filter, search
 from tests.conftest import write_file
 from tests.installed import installed_runner
 
@@ -39,7 +39,7 @@ FIELDS, SHARES = ("head", "headings", "body"), (1.05, 1.0, 0.5)
 def reference(
     conn: sqlite3.Connection, root: Path, text: str, tags: list[str], folder: str | None, limit: int
 ) -> tuple[list[tuple[str, float]], int]:
-    """The ranking as its definition reads (see amem.index.rank), computed over every matching note (the
+    """The ranking as its definition reads (see amem.search.rank), computed over every matching note (the
     vault at `root`)."""
     query = Query(text)
     expression = query.expression()

@@ -17,11 +17,11 @@ import pytest
 
 from amem.config import load_config
 from amem.errors import ConfigError
-from amem.index import semantic
 from amem.index.index import VaultIndex
 from amem.index.schema import FILE as INDEX_FILE
-from amem.index.search import search
 from amem.report import CollectingReporter, Reporter
+from amem.search.query import search
+from amem.semantic import semantic
 from tests.conftest import write_file
 
 needs_model = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
@@ -112,7 +112,7 @@ _PROBE = (
     "import amem.cli\n"
     "code = amem.cli.run(sys.argv[1:])\n"
     "loaded = sorted(m for m, v in sys.modules.items() if v is not None"
-    " and (m.split('.')[0] in ('numpy', 'wordllama', 'tokenizers') or m == 'amem.index.semantic'))\n"
+    " and (m.split('.')[0] in ('numpy', 'wordllama', 'tokenizers') or m == 'amem.semantic.semantic'))\n"
     "print(code, loaded, file=sys.stderr)\n"
 )
 

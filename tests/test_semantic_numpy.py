@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("tokenizers")
 pytest.importorskip("numpy")
 
-from amem.index import models  # noqa: E402
+from amem.semantic import models  # noqa: E402
 
 #: numpy's BLAS thread counts: OpenBLAS (numpy's wheels), OpenMP builds, MKL
 VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -26,7 +26,7 @@ _THREADS_CHILD = """
 import json, os, sys
 if sys.argv[2] == "numpy first":
     import numpy
-from amem.index import models
+from amem.semantic import models
 vectors = models.folder(sys.argv[1]).embed(["auth token rotation", "the espresso machine"])
 print(json.dumps({
     "set": {name: os.environ.get(name) for name in sys.argv[3].split()},
@@ -91,10 +91,10 @@ def test_a_query_its_fusion_gives_no_weight_is_not_embedded(
     Chinese, no weight: the search answers as keywords rank it and never embeds the query (milliseconds of
     the model's, for nothing); a question is embedded, once."""
     from amem.config import load_config
-    from amem.index import embedding
     from amem.index.index import VaultIndex
-    from amem.index.search import search
     from amem.report import CollectingReporter
+    from amem.search.query import search
+    from amem.semantic import embedding
     from tests.conftest import write_file
 
     write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")

@@ -17,11 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amem.config import Config, load_config
-from amem.index import semantic
 from amem.index.index import VaultIndex
-from amem.index.search import note_filter, search
-from amem.index.tokenize import Query
+from amem.notes.tokenize import Query
 from amem.report import Reporter
+from amem.search import fused
+from amem.search.query import note_filter, search
+from amem.semantic import semantic
 from tests.conftest import write_file
 
 pytestmark = pytest.mark.skipif(not semantic.installed(), reason="the semantic extra is not installed")
@@ -58,7 +59,7 @@ def semantic_notes(config: Any, query: str, tags: list[str], folder: str | None)
     index = VaultIndex(config, Reporter())
     try:
         conn = index.conn
-        among = semantic._among(conn, note_filter(tags, folder))
+        among = fused._among(conn, note_filter(tags, folder))
         embedder = semantic.load_embedder(config.semantic_model)
         return {note_id for note_id, _ in semantic.rank(conn, embedder, query, among=among)}
     finally:
@@ -159,8 +160,8 @@ def test_a_fused_search_walks_the_keyword_matches_no_more_often_than_a_keyword_s
 def snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Searches keep their index open, as the keeper and the MCP server do; each read of the index's
     snapshot (the fingerprint being taken) is counted in the list."""
-    from amem.index import search as searching
     from amem.index import snapshot
+    from amem.search import query as searching
 
     monkeypatch.setattr(searching, "KEEP_INDEX", True)
     monkeypatch.setattr(searching, "_kept", [])
@@ -217,7 +218,7 @@ def test_a_search_that_stores_its_scores_leaves_the_kept_fingerprint_standing(
     """A query of several words scores its matches into a temporary table of the kept connection: that write
     changes nothing of the notes, so the next fused search reuses the fingerprint; another connection's
     refresh still makes it read the snapshot again."""
-    from amem.index import rank
+    from amem.search import rank
 
     write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
     write_file(vault / "keys.md", "# Keys\n\nA token per client, rotated monthly.\n")
@@ -248,7 +249,7 @@ def test_a_search_that_stores_its_scores_leaves_the_kept_fingerprint_standing(
 def test_temporary_writes_do_not_hide_another_connections_commit(vault: Path) -> None:
     """The fingerprint stands through this connection's temporary writes only while no other connection
     committed since it was taken: a refresh by another process in between makes it taken again."""
-    from amem.index.vectors import index_fingerprint, temporary_writes_since
+    from amem.semantic.vectors import index_fingerprint, temporary_writes_since
 
     write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
     config = load_config()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from amem.ops.sync_attributes import NOTE_ATTRIBUTES
+from amem.sync.attributes import NOTE_ATTRIBUTES
 from tests.gitrepo import clone, commit_all, git
 from tests.test_sync import AMEM, amem, append, error_of, identity, sync
 
@@ -316,7 +316,7 @@ def test_notes_a_remotes_gitignore_hides_are_named_by_every_sync_and_kept(remote
 def test_an_ignored_folder_is_named_when_it_holds_a_note_and_never_walked_whole(remote: Path, tmp_path: Path) -> None:
     """Folders git ignores are named when a note lies in them; one of other files only (a build's output)
     is not, and a sync looks at no more than NOTE_SEARCH_ENTRIES of its entries."""
-    from amem.ops.sync_ignored import NOTE_SEARCH_ENTRIES
+    from amem.sync.ignored import NOTE_SEARCH_ENTRIES
 
     _, b = two_clones(remote, tmp_path)
     with open(b / ".git" / "info" / "exclude", "a") as handle:
@@ -553,7 +553,7 @@ def test_a_write_of_info_attributes_that_fails_half_way_leaves_the_users_rules_w
         f"""
         import resource, signal
         from amem.gitvault.git import find_repository
-        from amem.ops.sync_attributes import force_note_driver
+        from amem.sync.attributes import force_note_driver
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
         resource.setrlimit(resource.RLIMIT_FSIZE, ({len(rules) + 8}, resource.RLIM_INFINITY))
         force_note_driver(find_repository({str(repo)!r}), "", (".md",))
@@ -577,7 +577,7 @@ def test_a_sync_killed_at_the_rename_of_info_attributes_leaves_a_temporary_the_n
     """A real process SIGKILLed at the very moment it renames its new `info/attributes` over the old one
     leaves its temporary file in the git folder; the next sync removes it, and never a live writer's."""
     from amem.gitvault.git import find_repository
-    from amem.ops.sync_attributes import force_note_driver
+    from amem.sync.attributes import force_note_driver
 
     repo = tmp_path / "repo"
     git(tmp_path, "init", "-q", str(repo))
@@ -586,7 +586,7 @@ def test_a_sync_killed_at_the_rename_of_info_attributes_leaves_a_temporary_the_n
         f"""
         import os, signal
         from amem.gitvault.git import find_repository
-        from amem.ops.sync_attributes import force_note_driver
+        from amem.sync.attributes import force_note_driver
         os.replace = lambda *args: os.kill(os.getpid(), signal.SIGKILL)
         force_note_driver(find_repository({str(repo)!r}), "", (".md",))
         """
@@ -610,7 +610,7 @@ def test_info_attributes_kept_behind_the_users_own_symlink_is_written_where_it_l
     """The repository's git folder is this machine's: an `info/attributes` the user keeps as a symlink (to
     shared dotfiles) stays a symlink, and the file it leads to gets amem's line."""
     from amem.gitvault.git import find_repository
-    from amem.ops.sync_attributes import force_note_driver
+    from amem.sync.attributes import force_note_driver
 
     repo = tmp_path / "repo"
     git(tmp_path, "init", "-q", str(repo))

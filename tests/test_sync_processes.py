@@ -131,7 +131,7 @@ def test_an_idle_sync_loads_no_archive_modules(remote: Path, tmp_path: Path, mon
     amem(a, "sync")
     monkeypatch.setenv("AMEM_VAULT", str(a))
     loaded = loaded_modules(["sync"], a)
-    assert "amem.ops.sync" in loaded
+    assert "amem.sync.sync" in loaded
     assert not {"shutil", "bz2", "lzma", "zlib"} & loaded
 
 

@@ -165,8 +165,8 @@ def wiki_search(
 
     Words match as prefixes. `total` counts every match; `truncated`: cut by maxResults. Cheap: use before
     wiki_read."""
-    from .index import search as searching
-    from .index.search import search
+    from .search import query as searching
+    from .search.query import search
 
     searching.KEEP_INDEX = True  # the server lives on: its searches reuse their open index
 
@@ -205,7 +205,7 @@ def wiki_list(
     """List notes, or a folder's, with titles, tags, sizes and times.
 
     With since='2d': what changed lately, newest first (ask it first in a session)."""
-    from .index.listing import list_notes
+    from .search.listing import list_notes
 
     return list_notes(config, folder, tags=tags or (), sort=sort, limit=maxResults, since=since, reporter=_reporter())
 
@@ -288,7 +288,7 @@ def wiki_delete(
     """Remove a note; links to it become unresolved.
 
     `version` is the removed content's."""
-    from .ops.ops import delete_note
+    from .ops.delete import delete_note
 
     return delete_note(config, id, baseVersion, _reporter())
 
@@ -306,7 +306,7 @@ def wiki_move(
     """Rename a note and rewrite every [[link]] to it.
 
     Interrupted, the same call again finishes it."""
-    from .ops.ops import move_note
+    from .ops.move import move_note
 
     return move_note(config, id, newId, baseVersion, _reporter())
 
@@ -505,7 +505,7 @@ def serve(config: Config) -> None:
     keeper = _VaultKeeper(config)
     terminated = False
     if config.semantic:
-        from .index import semantic
+        from .semantic import semantic
 
         semantic.KEEP_VECTORS = True  # a long-lived process: the vectors stay in memory between searches
 

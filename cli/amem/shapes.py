@@ -93,7 +93,7 @@ class SearchHit(TypedDict):
 
 
 #: With explain: the semantic ranking's weight for this query (keywords weigh 1; 0: keywords alone), the RRF
-#: constant, and why: script, phrase, margin, question or words (amem.index.fusion), or when nothing was
+#: constant, and why: script, phrase, margin, question or words (amem.search.fusion), or when nothing was
 #: fused off, unavailable, error or exactTitle; then the evidence.
 class Fusion(TypedDict):
     weight: float

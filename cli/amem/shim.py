@@ -1,6 +1,6 @@
 """The one piece of amem before Click: with a live keeper, `amem search`, `read` and `list` are asked of it
 before Click and the commands load, so such a command costs Python's start-up, the config and one round
-trip (`index.keeper_ask` says the protocol). It reads the command line by the operations' declarations
+trip (`keeperproto.ask` says the protocol). It reads the command line by the operations' declarations
 (`opspec`), loads the config with the one loader, sends the request the command itself would send and
 prints the answer as the command prints it. Anything it cannot settle (an unusual command line, a config
 error, no keeper, a keeper that does not answer) it leaves to Click, having printed nothing; the command
@@ -28,7 +28,7 @@ def answer(argv: list[str]) -> int | None:
     from . import interrupt
     from .config import load_config, vault_problem
     from .errors import AmemError
-    from .index import keeper_ask
+    from .keeperproto import ask as keeper_ask
     from .opspec import request
 
     if keeper_ask.no_keeper():

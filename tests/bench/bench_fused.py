@@ -6,7 +6,7 @@
 
 VAULT is a genvault vault (`python /work/shared/bench/genvault.py DIR 10000`), copied once under --work.
 Before timing, every note is embedded: `static` by a first fused search; `minilm` in this process through
-amem.index.embedding (as `amem index` does) with each text cut to --fill-tokens tokens, so that the
+amem.semantic.embedding (as `amem index` does) with each text cut to --fill-tokens tokens, so that the
 vectors are made in minutes rather than the hour a full embedding takes on a loaded 2-core machine: a
 ranking's cost depends on how many vectors it scores and their dimension, which stay those of a full
 embedding (the same chunks, 384 dimensions), not on their values. Say so when quoting the figures; 0 embeds

@@ -149,7 +149,7 @@ def latency_and_idle(keeper: subprocess.Popen[str], env: dict[str, str], note: P
     os.environ.update(XDG_CACHE_HOME=env["XDG_CACHE_HOME"], AMEM_VAULT=env["AMEM_VAULT"])
     from amem.config import load_config
     from amem.index.index import VaultIndex
-    from amem.index.keeper_client import synced
+    from amem.keeperproto.client import synced
 
     config = load_config()
     original = note.read_bytes()

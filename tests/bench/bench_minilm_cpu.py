@@ -24,9 +24,9 @@ from typing import Any
 
 CHILD = r"""
 import glob, json, os, resource, sys, time
-os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # as amem.index.models does, for the import below
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # as amem.semantic.models does, for the import below
 setting, vault, notes, part, parts = json.loads(sys.argv[1])
-from amem.index import models, semantic
+from amem.semantic import models, semantic
 models.MAX_THREADS = setting["threads"]
 if setting.get("options"):  # amem's session options, with the configuration's changes
     import onnxruntime as ort

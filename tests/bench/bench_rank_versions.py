@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 from amem.config import load_config
-from amem.index import rank
 from amem.index.index import VaultIndex
-from amem.index.tokenize import Query
+from amem.notes.tokenize import Query
+from amem.search import rank
 
 
 def other_rank(commit: str) -> object:
-    """`amem.index.rank` as of `commit`, loaded beside this one (its imports resolve in this checkout)."""
+    """`amem.search.rank` as of `commit`, loaded beside this one (its imports resolve in this checkout)."""
     root = Path(__file__).resolve().parents[2]
     source = subprocess.run(
         ["git", "show", f"{commit}:cli/amem/index/rank.py"], cwd=root, capture_output=True, text=True, check=True

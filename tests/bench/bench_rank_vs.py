@@ -1,4 +1,4 @@
-"""The ranking alone, this tree's `amem.index.rank` side by side with another version of that file, in one
+"""The ranking alone, this tree's `amem.search.rank` side by side with another version of that file, in one
 process on one open index, the two alternating so that both see the same machine state.
 
     python tests/bench/bench_rank_vs.py --reference OLD_RANK_PY --vault DIR [--cache DIR] [--runs 15]
@@ -49,9 +49,9 @@ def main() -> None:
     if args.cache:
         os.environ["XDG_CACHE_HOME"] = str(args.cache)
     from amem.config import load_config
-    from amem.index import rank
     from amem.index.index import VaultIndex
-    from amem.index.tokenize import Query
+    from amem.notes.tokenize import Query
+    from amem.search import rank
 
     old = reference_module(args.reference)
     index = VaultIndex(load_config(vault=args.vault))

@@ -18,11 +18,11 @@ Vaults are generated once under --work and reused; every run stops by itself.
 
     python tests/bench/bench_semantic.py --costs DIR [DIR …] [--sample 60] [--runs 3] [--fp32 FOLDER]
 
-The models' cost table (docs/performance.md, "Semantic model"): for each model configuration, in a fresh
+The models' cost table (docs/performance.md#search---semantic): for each model configuration, in a fresh
 process each, side by side and alternating, medians of --runs: load time, the chunks of --sample notes of
 each DIR (a genvault vault, a corpus) embedded (chunks/s, notes/s), query embedding ms, and the process's
 peak RSS. Configurations: static; minilm (int8, onnxruntime) with 1 and 2 threads; minilm with batches of
-8 padded texts (what batching would gain; amem embeds one text at a time, see amem.index.models); minilm
+8 padded texts (what batching would gain; amem embeds one text at a time, see amem.semantic.models); minilm
 with texts cut to 128 tokens instead of 256 (what a shorter truncation would save); and,
 with --fp32, a sentence-transformers folder (model.safetensors) run by amem's numpy encoder.
 """
@@ -50,10 +50,10 @@ def in_process(vault: Path, cache: Path, runs: int, model: str) -> dict[str, flo
     """Embedding speed and warm query times inside this process (the model stays loaded)."""
     os.environ["XDG_CACHE_HOME"] = str(cache)
     from amem.config import load_config
-    from amem.index import semantic
     from amem.index.index import VaultIndex
-    from amem.index.search import search
     from amem.report import Reporter
+    from amem.search.query import search
+    from amem.semantic import semantic
 
     config = load_config(env={}, vault=vault, cwd=vault)
     index = VaultIndex(config)
@@ -183,7 +183,7 @@ def with_keeper(vault: Path, cache: Path, runs: int) -> None:
 _COST_CHILD = r"""
 import glob, json, os, resource, statistics, sys, time
 setting, folders, sample = json.loads(sys.argv[1])
-from amem.index import models, semantic
+from amem.semantic import models, semantic
 if setting.get("threads"):
     models.MAX_THREADS = setting["threads"]
 if setting.get("max_tokens"):

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 GENVAULT_QUERIES = ["auth token", "retry with backoff", "deploy the server", "session", "config parser", "token"]
 _SWEEP_CHILD = """
 import runpy, sys
-import amem.index.rank as rank
+import amem.search.rank as rank
 rank.BOOSTED = int(sys.argv[1])
 sys.argv = ["relevance.py", "--rankers", "amem", "--json"]
 runpy.run_path({relevance!r}, run_name="__main__")
@@ -48,10 +48,10 @@ def sweep(values: list[int]) -> None:
 
 def exact(vault: Path, limit: int, files: list[Path]) -> None:
     from amem.config import load_config
-    from amem.index import rank
     from amem.index.index import VaultIndex
-    from amem.index.rank import Filter, Ranker
-    from amem.index.tokenize import Query
+    from amem.notes.tokenize import Query
+    from amem.search import rank
+    from amem.search.rank import Filter, Ranker
 
     queries = [json.loads(line)["query"] for f in files for line in f.open(encoding="utf-8")] or GENVAULT_QUERIES
     index = VaultIndex(load_config(vault=vault))

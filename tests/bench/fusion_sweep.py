@@ -1,4 +1,4 @@
-"""The sweep that chose amem.index.fusion's constants: MRR@10 per query set for each semantic weight per kind
+"""The sweep that chose amem.search.fusion's constants: MRR@10 per query set for each semantic weight per kind
 of evidence, on the tuning sets only (headings, titles, paraphrases; never the held-out questions).
 
     python tests/bench/fusion_sweep.py --model static [--corpus vue-docs-en vue-docs-zh] [--json]
@@ -71,7 +71,7 @@ def collect(corpus: str, model: str, keep: Path | None = None) -> list[dict[str,
 
 
 def reciprocal(query: dict[str, Any], weight: float, k: int) -> float:
-    from amem.index import fusion
+    from amem.search import fusion
 
     plan = query["plan"]._replace(weight=weight, k=k)
     ranked = [note_id for note_id, _, _ in fusion.fuse(plan, query["keyword"], query["semantic"])]
@@ -80,7 +80,7 @@ def reciprocal(query: dict[str, Any], weight: float, k: int) -> float:
 
 def kind(query: dict[str, Any], margin: float, weights: dict[str, float]) -> tuple[str, float]:
     """The query's kind of evidence at `margin`, and its weight under `weights` (capped for its script)."""
-    from amem.index import fusion
+    from amem.search import fusion
 
     plan = fusion.decide(query["plan"].evidence, query["profile"], weights=weights, margin=margin)
     return str(plan.why), float(plan.weight)
@@ -113,7 +113,7 @@ def report(queries: list[dict[str, Any]], sets: list[tuple[str, str]]) -> list[d
     """Per set, held-out included: MRR@10 of keywords alone, the model alone, the per-query fusion (with
     recall@1 / recall@5) and the constant fusion it replaced (k = 5, 0.2), as relevance.py's amem,
     semantic:, fused: and rrf: rankers give them."""
-    from amem.index import fusion
+    from amem.search import fusion
 
     rows = []
     for ranker in ("keyword", "semantic", "fused", "rrf"):

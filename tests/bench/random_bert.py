@@ -60,7 +60,7 @@ def write_safetensors(path: Path, named: dict[str, np.ndarray]) -> None:
 
 
 def make(folder: Path, layers: int = 6, width: int = 384, heads: int = 12, inner: int = 1536) -> Path:
-    import amem.index.models as models
+    import amem.semantic.models as models
 
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer = Path(models.__file__).parent.parent / "data/minilm/tokenizer.json"

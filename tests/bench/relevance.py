@@ -18,12 +18,12 @@ sets live in tests/bench/queries/ as JSON lines `{"query": …, "relevant": [not
 by hand and never regenerated). Each ranker is a function query → note ids, best first; the table gives
 MRR@10, recall@1 and recall@5 per corpus, set and ranker, and `--json` prints the same numbers as JSON.
 
-Rankers: `amem` calls the public `amem.index.search.search()` on the vault (so it follows whatever engine
+Rankers: `amem` calls the public `amem.search.query.search()` on the vault (so it follows whatever engine
 stands behind it), `amem-cli` runs the installed `amem search` per query (slow, whole process), and `fts5`
 is stdlib sqlite3 FTS5 `bm25()` over id, title and body, with Chinese, Japanese and Korean text pre-split
 into single characters and bigrams. Per model (`static`, `minilm`; also the loaders' own names):
 `semantic:MODEL` ranks by the model alone, `fused:MODEL` fuses it with amem's keyword ranking per query
-as search() does (amem.index.fusion), and `rrf:MODEL` at one constant weight for every query (--rrf-k,
+as search() does (amem.search.fusion), and `rrf:MODEL` at one constant weight for every query (--rrf-k,
 --semantic-weight; default amem's former constants, k = 5 and 0.2). `minilm@256`, `minilm@128` and
 `minilm@128w` are minilm with texts cut to 256 or 128 tokens, or split into 128-token windows (VARIANTS).
 More rankers register through `RANKERS`.
@@ -172,7 +172,7 @@ def amem_config(vault: Path, scratch: Path, **overrides: Any) -> Any:
 
 def search_ranker(config: Any, **options: Any) -> Ranker:
     """A ranker calling amem's public search() on `config`, with extra keyword `options` when given."""
-    from amem.index.search import search
+    from amem.search.query import search
 
     def rank(query: str) -> list[str]:
         result = search(config, query, limit=DEPTH, **options)
@@ -279,7 +279,7 @@ VARIANTS = ("@256", "@128", "@128w")
 def load_model(model: str) -> Any:
     """The embedder for `model`, by the user's name where amem knows it, else by the loader's own; a
     VARIANTS suffix sets the tokens a text is cut to."""
-    from amem.index import semantic
+    from amem.semantic import semantic
 
     model, _, variant = model.partition("@")
     known = getattr(semantic, "MODELS", {})
@@ -320,9 +320,9 @@ class SemanticBench:
     """One vault's keyword index and semantic vectors of one model, for the rankers built on them."""
 
     def __init__(self, vault: Path, scratch: Path, model: str) -> None:
-        from amem.index import semantic
         from amem.index.index import VaultIndex
         from amem.report import Reporter
+        from amem.semantic import semantic
 
         self.config = amem_config(vault, scratch)
         self.index = VaultIndex(self.config)
@@ -344,22 +344,22 @@ class SemanticBench:
             semantic.chunks = split
 
     def semantic(self, query: str) -> list[tuple[str, float]]:
-        from amem.index import semantic
+        from amem.semantic import semantic
 
         return semantic.rank(self.index.conn, self.embedder, query)
 
     def keyword(self, query: str) -> list[tuple[str, float | None]]:
         """amem's keyword ranking (note id, score) as deep as fusion takes it."""
-        from amem.index.search import search
-        from amem.index.semantic import FUSION_DEPTH
+        from amem.search.query import search
+        from amem.semantic.semantic import FUSION_DEPTH
 
         hits = search(self.config, query, limit=FUSION_DEPTH, semantic=False)["hits"]
         return [(hit["id"], hit["score"]) for hit in hits]
 
     def plan(self, query: str, keyword: list[tuple[str, float | None]], **constants: Any) -> Any:
         """The fusion search() would choose for `query` (with other constants, for a sweep)."""
-        from amem.index import fusion
-        from amem.index.semantic import ALIASES
+        from amem.search import fusion
+        from amem.semantic.semantic import ALIASES
 
         profile = fusion.profile_of(ALIASES.get(self.model, self.model), self.embedder)
         return fusion.decide(fusion.evidence(self.index.conn, query, keyword), profile, **constants)
@@ -367,11 +367,11 @@ class SemanticBench:
 
 def semantic_factory(model: str, mode: str) -> Factory:
     """A ranker over one embedding model: `semantic` alone; `fused` with amem's keyword ranking by the
-    per-query fusion search() uses (amem.index.fusion); or `rrf`, the same fusion at one constant weight for
+    per-query fusion search() uses (amem.search.fusion); or `rrf`, the same fusion at one constant weight for
     every query (FUSION's k and weight: --rrf-k, --semantic-weight), the reference it replaced."""
 
     def factory(vault: Path, scratch: Path) -> Ranker:
-        from amem.index import fusion
+        from amem.search import fusion
 
         if (vault, model) not in _BENCHES:  # one embedding of the vault for its semantic and fused rankers
             _BENCHES[(vault, model)] = SemanticBench(vault, scratch, model)
@@ -481,7 +481,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--semantic-weight", type=float, help="semantic weight of the fused: rankers")
     args = parser.parse_args(argv)
     try:
-        from amem.index import semantic
+        from amem.semantic import semantic
     except ImportError:  # an amem without semantic ranking: only the keyword rankers can run
         pass
     else:

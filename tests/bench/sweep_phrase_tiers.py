@@ -1,4 +1,4 @@
-"""Sweep the keyword ranking's phrase bonus tiers (`amem.index.rank.PHRASE_TIERS`), its exact-title tier
+"""Sweep the keyword ranking's phrase bonus tiers (`amem.search.rank.PHRASE_TIERS`), its exact-title tier
 (`EXACT_TITLE`) and its exact-heading tier (`EXACT_HEADING`) over relevance.py's query sets, one built index
 per corpus, and print each setting's MRR@10 per set.
 
@@ -6,7 +6,7 @@ per corpus, and print each setting's MRR@10 per set.
                                              [--headings 1] [--exact-title 0.5]
                                              [--exact-heading 0 0.05 0.1 0.25 0.5] [--id-stem] [--sets …] [--misses]
 
-Queries are ranked by `amem.index.rank.Ranker` on one open index, as search() ranks them without its
+Queries are ranked by `amem.search.rank.Ranker` on one open index, as search() ranks them without its
 per-call refresh, so a setting takes seconds. A setting is (title, headings): the share of ΣIDF a note
 gains when its id or title holds the query as a phrase, and when only a heading does (the body's share
 stays 0.5). `--title 1 --headings 1` is one tier for the id, title and headings, as before the title tier.
@@ -42,8 +42,8 @@ EXPERIMENT: dict[str, float] = {"stem": 0.0}
 
 def keyword_ranker(vault: Path, scratch: Path) -> relevance.Ranker:
     from amem.index.index import VaultIndex
-    from amem.index.rank import Filter, Ranker
-    from amem.index.tokenize import Query, id_stem, title_key
+    from amem.notes.tokenize import Query, id_stem, title_key
+    from amem.search.rank import Filter, Ranker
 
     index = VaultIndex(relevance.amem_config(vault, scratch))
     index.refresh()
@@ -57,7 +57,7 @@ def keyword_ranker(vault: Path, scratch: Path) -> relevance.Ranker:
         def _exact(self) -> dict[int, tuple[float, float]]:
             shares = super()._exact()
             key = title_key(self.query.text)
-            from amem.index import rank
+            from amem.search import rank
 
             if EXPERIMENT["stem"] and rank.EXACT_TITLE > 0:
                 for doc in stems.get(key, set()):
@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--id-stem", action="store_true", help="an id's base name counts as a title too")
     parser.add_argument("--misses", action="store_true", help="list each setting's queries not answered first")
     args = parser.parse_args()
-    from amem.index import rank
+    from amem.search import rank
 
     head_weights = args.head_weight or [rank.HEAD_WEIGHT]
     headings_weights = args.headings_weight or [rank.HEADINGS_WEIGHT]

@@ -77,8 +77,8 @@ def content_of(argument: str | None) -> str:
 def keeper_answered(app: AppContext, config: Config, op: str, args: dict[str, Any]) -> bool:
     """Print a live keeper's answer to operation `op` (its warnings first, as the command's own would
     come) and say True; False when none answers and the command must answer in its own process (see
-    `amem.index.keeper_ask`)."""
-    from ..index.keeper_ask import ask
+    `amem.keeperproto.ask`)."""
+    from ..keeperproto.ask import ask
 
     answer = ask(config, op, args)
     if answer is None:

@@ -29,6 +29,6 @@ def command(app: AppContext, note_id: str, base_version: str | None, commit: boo
     Prints {id, version, commit}: `version` is the removed content's, `commit` the new commit's hash, or
     null when no commit was made.
     """
-    from ..ops.ops import delete_note
+    from ..ops.delete import delete_note
 
     emit_written(delete_note(app.config, note_id, base_version, app.reporter, commit=commit))

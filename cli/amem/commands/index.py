@@ -90,7 +90,7 @@ def command(app: AppContext, rebuild: bool, watch: bool) -> None:
 def _embed(index: Any, reporter: Any) -> int | None:
     """With a semantic model embedded in the background (`semantic.model` minilm or a folder): embed the
     notes whose vectors are missing or stale now (progress on a terminal), and say how many."""
-    from ..index.embedding import background, index_now
+    from ..semantic.embedding import background, index_now
 
     return index_now(index, reporter) if background(index.config) else None
 

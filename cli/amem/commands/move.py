@@ -41,6 +41,6 @@ def command(app: AppContext, old_id: str, new_id: str, base_version: str | None,
 
     Prints {id, from, version, rewritten: [{id, links}], commit}.
     """
-    from ..ops.ops import move_note
+    from ..ops.move import move_note
 
     emit_written(move_note(app.config, old_id, new_id, base_version, app.reporter, commit=commit, after=after))

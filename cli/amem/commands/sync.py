@@ -34,7 +34,7 @@ def command(app: AppContext, remote: str | None, no_push: bool, whole_repo: bool
     local version stays and the remote one is written beside it as NOTE.conflict-COMMIT.md, listed in
     `conflicts`; merge it by hand, delete the copy, and sync again.
     """
-    from ..ops.sync import sync_vault
+    from ..sync.sync import sync_vault
 
     outcome = sync_vault(app.config, remote=remote, push=not no_push, whole_repo=whole_repo, reporter=app.reporter)
     emit(outcome.to_json())

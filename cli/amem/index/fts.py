@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ..notes.blocks import headings as body_headings
-from .tokenize import field_text, id_stem, title_key
+from ..notes.tokenize import field_text, id_stem, title_key
 
 SCHEMA = """
 CREATE VIRTUAL TABLE search_fts USING fts5(head, headings, links, body, tokenize='ascii', prefix='1');

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import InternalError
 from ..notes.ids import open_regular
 from ..notes.links import (
     PATH_MARK,
@@ -35,7 +34,7 @@ from . import attached
 from . import snapshot as stored
 from .scan import RACY_NS, VaultScan, Walker, digest_of, scan_vault
 from .schema import FEATURE_TABLES, FILE, LOCK_FILE, SCHEMA_VERSION, TABLES, fingerprint, statements, with_link_indexes
-from .sql import select_in
+from .sql import busy_or_same, is_damage, select_in
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -163,8 +162,8 @@ class VaultIndex:
                 # Corrupt, foreign or of another layout: the index is only a cache, so start it again.
                 if conn is not None:
                     conn.close()
-                if attempt == 2 or not _is_damage(exc):
-                    raise _busy_or_same(exc) from None
+                if attempt == 2 or not is_damage(exc):
+                    raise busy_or_same(exc) from None
                 self._discard()
         raise AssertionError("unreachable")
 
@@ -251,13 +250,13 @@ class VaultIndex:
         try:
             return work()
         except sqlite3.DatabaseError as exc:
-            if not _is_damage(exc):
-                raise _busy_or_same(exc) from None
+            if not is_damage(exc):
+                raise busy_or_same(exc) from None
             self._discard()
             try:
                 return work()
             except sqlite3.DatabaseError as again:
-                raise _busy_or_same(again) from None
+                raise busy_or_same(again) from None
 
     @contextlib.contextmanager
     def _refresh_lock(self, wait: bool) -> Iterator[bool]:
@@ -297,7 +296,7 @@ class VaultIndex:
         return self.repairing(lambda: self._refresh(thorough, thorough if wait is None else wait))
 
     def _refresh(self, thorough: bool, wait: bool) -> RefreshStats:
-        from .keeper_client import synced
+        from ..keeperproto.client import synced
 
         stats = RefreshStats()
         # The one place that decides how the vault is looked at: not at all when a live keeper of the vault
@@ -679,11 +678,6 @@ class VaultIndex:
         self.conn.execute("INSERT OR REPLACE INTO seen (id, version) VALUES (?, ?)", (note_id, version))
 
 
-#: SQLite result codes that say the file system refused or another process holds a lock: the index
-#: may be sound, so it is not thrown away. Every other error means damage.
-_NOT_DAMAGE = {3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 23}  # PERM BUSY LOCKED NOMEM READONLY INTERRUPT IOERR FULL …
-
-
 def _seen_rows(conn: sqlite3.Connection) -> list[tuple[Any, Any]]:
     """The `seen` rows of a database about to be built again; none when it holds no such table."""
     try:
@@ -705,30 +699,15 @@ def _take_lock(fcntl: Any, handle: Any, patience: float) -> bool:
             time.sleep(0.05)
 
 
-def _is_damage(exc: sqlite3.DatabaseError) -> bool:
-    """A damaged, foreign or other-layout index, as opposed to one that is locked or cannot be written."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF not in _NOT_DAMAGE
-    message = str(exc)
-    return not any(word in message for word in ("locked", "busy", "readonly", "disk", "unable to open"))
-
-
-def _busy_or_same(exc: sqlite3.DatabaseError) -> Exception:
-    if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc):
-        from ..cachedir import cache_variable
-        from ..errors import IoError
-
-        return IoError(f"cannot use the cache folder (set by {cache_variable()}): cannot open the vault index there")
-    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-        return InternalError(
-            "the vault index is locked by another amem process that has not finished in 30 s; try again"
-        )
-    return exc
-
-
 def remember_written(config: Config, note_id: str, version: str) -> None:
-    """Record what amem wrote, so that `read` does not call amem's own write an external change."""
-    from .seen import remember_written as record
+    """Record what amem wrote, so that `read` does not call amem's own write an external change: in the
+    database as it is (`seen.record_written`), else in the one built again first."""
+    from .seen import record_written
 
-    record(config, note_id, version)
+    if record_written(config, note_id, version):
+        return
+    index = VaultIndex(config)
+    try:
+        index.mark_seen(note_id, version)
+    finally:
+        index.close()

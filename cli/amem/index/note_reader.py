@@ -124,8 +124,8 @@ def read_note(how: Reading, note_id: str, stat: tuple[int, int]) -> ReadNote:
 def search_fields(note_id: str, title: str, body: str) -> tuple[str, str, str, str]:
     """A note's search fields but the backlinks: (head, headings, body), as `fts` stores them, and its
     headings' keys."""
+    from ..notes.tokenize import field_text
     from . import fts
-    from .tokenize import field_text
 
     headings, keys = fts.headings_fields(body)
     return fts.head_text(note_id, title), headings, field_text(body), keys
@@ -162,7 +162,7 @@ def _row(
     body_at: int,
     tags: list[str],
 ) -> NoteRow:
-    from .tokenize import title_key
+    from ..notes.tokenize import title_key
 
     mtime_ns, size = stat
     cut = note_id.rfind("/") + 1

@@ -21,25 +21,21 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT = 30
 
 
-def remember_written(config: Config, note_id: str, version: str) -> None:
-    """Record what amem wrote, so that `read` does not call amem's own write an external change."""
+def record_written(config: Config, note_id: str, version: str) -> bool:
+    """Record what amem wrote in the index as it is; False when there is no index yet or a damaged one,
+    which `index.remember_written` builds again first."""
     path = os.path.join(config.cache_folder, FILE)
-    if os.path.isfile(path):
-        try:
-            _insert(path, note_id, version)
-            return
-        except sqlite3.DatabaseError as exc:
-            from .index import _busy_or_same, _is_damage
-
-            if not _is_damage(exc):
-                raise _busy_or_same(exc) from None
-    from .index import VaultIndex  # no index yet, or a damaged one: built again, then the row
-
-    index = VaultIndex(config)
+    if not os.path.isfile(path):
+        return False
     try:
-        index.mark_seen(note_id, version)
-    finally:
-        index.close()
+        _insert(path, note_id, version)
+    except sqlite3.DatabaseError as exc:
+        from .sql import busy_or_same, is_damage
+
+        if not is_damage(exc):
+            raise busy_or_same(exc) from None
+        return False
+    return True
 
 
 def _insert(path: str, note_id: str, version: str) -> None:

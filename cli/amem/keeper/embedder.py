@@ -1,6 +1,6 @@
 """The keeper's background embedding: with a semantic model too slow to embed inside searches
 (`semantic.model` minilm or a model folder), a thread of the keeper embeds the notes whose vectors are
-missing or stale after every change it applies, a few notes per transaction (`amem.index.embedding`), so
+missing or stale after every change it applies, a few notes per transaction (`amem.semantic.embedding`), so
 searches answer at once with what is embedded and the rest follows. Stopping the keeper stops it between
 two batches; a killed keeper's successor goes on where it stopped."""
 
@@ -55,9 +55,9 @@ class BackgroundEmbedder:
                 self.reporter.warn(f"the index keeper could not embed the notes: {type(exc).__name__}")
 
     def _embed(self) -> bool:
-        from ..index import embedding, semantic
         from ..index.index import VaultIndex
-        from ..index.models import SemanticError, SemanticUnavailable
+        from ..semantic import embedding, semantic
+        from ..semantic.models import SemanticError, SemanticUnavailable
 
         try:
             embedder = semantic.load_embedder(self.config.semantic_model)

@@ -17,7 +17,7 @@ import os
 import stat
 
 from ..errors import WatchError
-from ..index.keeper_client import COOKIE_SUFFIX, FOLDER_FLAGS, NEW_FILE_FLAGS, SYNC_DIR, lstat_at
+from ..keeperproto.client import COOKIE_SUFFIX, FOLDER_FLAGS, NEW_FILE_FLAGS, SYNC_DIR, lstat_at
 from ..report import Reporter
 
 GITIGNORE = ".gitignore"

@@ -1,6 +1,6 @@
 """The index keeper: one process per vault that keeps its index fresh from file-system events, so that
 other amem processes need not stat every note to know the index is current. The protocol it serves, and
-its client side, are in `amem.index.keeper_client`.
+its client side, are in `amem.keeperproto.client`.
 
 The cookie folder is a dot-folder with its own `.gitignore` (`*`), so neither the index nor git sees it.
 It must be a real folder inside the vault: the keeper holds it open by descriptor and commands open it with
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import WatchError
-from ..index.keeper_client import (
+from ..keeperproto.client import (
     COOKIE_SUFFIX,
     INFO_FILE,
     LOCK_FILE,
@@ -69,7 +69,7 @@ class Keeper:
 
     def __init__(self, config: Config, reporter: Reporter | None = None, answers: Answers | None = None) -> None:
         self.config = config
-        #: what answers the commands that ask (see `amem.index.keeper_ask`); None: they answer themselves
+        #: what answers the commands that ask (see `amem.keeperproto.ask`); None: they answer themselves
         self.answers = answers
         self.root = os.path.abspath(config.vault_root)
         #: every warning of the keeper's (the watcher's, the index's, the model's) names no host path
@@ -143,7 +143,7 @@ class Keeper:
                 described["socket"] = SOCKET_FILE
                 if self.answers is not None:
                     from .. import __version__
-                    from ..index.keeper_ask import ANSWERS
+                    from ..keeperproto.ask import ANSWERS
 
                     described.update(answers=ANSWERS, amem=__version__)
             (cache / INFO_FILE).write_text(json.dumps(described), encoding="utf-8")
@@ -189,7 +189,7 @@ class Keeper:
     # --- semantic ranking ---------------------------------------------------------------------------
 
     def _start_embedding(self) -> None:
-        from ..index.embedding import background
+        from ..semantic.embedding import background
 
         if background(self.config):
             from .embedder import BackgroundEmbedder
@@ -300,13 +300,14 @@ class Keeper:
         date with the index and kept in memory, then `semantic.rank`. On an index kept open between
         requests, as searches keep theirs (`search.KEEP_INDEX`), so that what a connection remembers of an
         unchanged database (the vectors' coverage, a join of every note) is not computed again each time."""
-        from ..index import search as searching
-        from ..index import semantic
+        from ..search import query as searching
+        from ..search.fused import for_search
+        from ..semantic import semantic
 
         semantic.KEEP_VECTORS = searching.KEEP_INDEX = True
         index = searching.take_index(self.config, self.reporter)
         try:
-            ranker = semantic.for_search(index, self.reporter)
+            ranker = for_search(index, self.reporter)
             if ranker.embedder is None:
                 return None
             return semantic.rank(index.conn, ranker.embedder, query, depth, among=among)

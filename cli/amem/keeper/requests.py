@@ -1,5 +1,5 @@
 """The index keeper's requests as they come off its socket (semantic rankings, and the commands it answers:
-see `amem.index.keeper_ask`): bounded (size, nesting, the time a client may take), checked field by field,
+see `amem.keeperproto.ask`): bounded (size, nesting, the time a client may take), checked field by field,
 and each answered, whatever it held; a malformed one gets an error line, never a dead server. `amem mcp`
 runs the same keeper, hence the same checks."""
 
@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..index.keeper_ask import ACK, OPS
-from ..index.keeper_client import PROTOCOL, LineTooLong, read_line
+from ..keeperproto.ask import ACK, OPS
+from ..keeperproto.client import PROTOCOL, LineTooLong, read_line
 
 if TYPE_CHECKING:
     import socket

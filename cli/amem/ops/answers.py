@@ -1,4 +1,4 @@
-"""The keeper's side of the commands it answers (`amem.index.keeper_ask` says the protocol): `search`, `read`
+"""The keeper's side of the commands it answers (`amem.keeperproto.ask` says the protocol): `search`, `read`
 and `list` run here, in the keeper's process, with the very functions the commands call in their own, so
 the answer is the one the command would have printed.
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import AmemError
-from ..index.keeper_ask import answer_settings, local_zone
+from ..keeperproto.ask import answer_settings, local_zone
 from ..opspec import MAX_NUMBER, OPS, TYPES
 from ..output import one_line
 from ..report import CollectingReporter, Reporter
@@ -114,7 +114,7 @@ def run(
         return _search(config, args, reporter, long_lived), None
     if op == "read":
         return _read(config, args, reporter, long_lived)
-    from ..index.listing import list_notes
+    from ..search.listing import list_notes
 
     result = list_notes(
         config,
@@ -129,13 +129,13 @@ def run(
 
 
 def _search(config: Config, args: dict[str, Any], reporter: Reporter, long_lived: bool) -> Any:
-    from ..index import search as searching
-    from ..index.search import search
+    from ..search import query as searching
+    from ..search.query import search
 
     if long_lived:
         searching.KEEP_INDEX = True  # its searches reuse their open index
         if config.semantic:
-            from ..index import semantic
+            from ..semantic import semantic
 
             semantic.KEEP_VECTORS = True  # the vectors stay in memory between searches
     return search(

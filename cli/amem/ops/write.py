@@ -38,10 +38,13 @@ def save_note(
     warning, never the write's failure, which would have a caller write the note again."""
 
     def remember(version: str) -> None:
-        from ..index.seen import remember_written
+        from ..index.seen import record_written
 
         try:
-            remember_written(config, ref.id, version)
+            if not record_written(config, ref.id, version):
+                from ..index.index import remember_written  # no index yet, or a damaged one
+
+                remember_written(config, ref.id, version)
         except AmemError as exc:
             (reporter or Reporter()).warn(
                 f"{quote(ref.id)} is written, but the index could not record it ({exc.message}): "

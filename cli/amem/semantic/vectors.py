@@ -26,7 +26,7 @@ def index_fingerprint(conn: sqlite3.Connection) -> str | None:
     changed gets the last answer without reading and hashing the snapshot again (a fused search in the
     keeper or the MCP server: tens of milliseconds at 10,000 notes)."""
     from ..digest import sha1_hex
-    from .snapshot import stored_bytes
+    from ..index.snapshot import stored_bytes
 
     mark = _unchanged_since(conn)
     found = _recall(conn, mark, _FINGERPRINT)

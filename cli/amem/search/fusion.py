@@ -21,7 +21,7 @@ The weights were chosen on tests/bench/relevance.py's headings, titles and parap
 documentation (English and Chinese), never its held-out sets: minilm's by 5-fold cross-validation over those
 sets (`tests/bench/fusion_sweep.py --choose`: per kind of evidence, the median of the folds' choices, each
 the smallest weight within 0.002 macro MRR@10 of the best), wordllama's by the sweep before it;
-docs/performance.md, "Fusion per query", has the folds, the sweep and the held-out figures.
+docs/decisions/0004-fusion-per-query.md has the method and the held-out figures.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..notes.tokenize import Query, fold, is_cjk, word_runs
 from .rank import phrase_match, phrase_table
-from .tokenize import Query, fold, is_cjk, word_runs
 
 #: Reciprocal-rank fusion: a note at rank r of a ranking adds weight / (RRF_K + r); keywords weigh 1.
 RRF_K = 5
@@ -57,7 +57,7 @@ class Profile(NamedTuple):
     scripts: dict[str, float]
 
 
-#: Per model, as chosen (see the module's docstring; docs/performance.md, "Fusion per query"). wordllama's
+#: Per model, as chosen (see the module's docstring; docs/decisions/0004-fusion-per-query.md). wordllama's
 #: static vectors (`static`) are weak but real on Chinese (semantic-only MRR 0.60 on Chinese headings): a
 #: little weight there helps, more hurts. all-MiniLM-L6-v2 is trained on English and makes every Chinese set
 #: worse: Latin only. Its weights were chosen again once the title and heading tiers made keywords sure of
@@ -211,7 +211,7 @@ def profile_of(model: str, embedder: object | None) -> Profile:
     profile = PROFILES.get(model, DEFAULT_PROFILE)
     declared = getattr(embedder, "scripts", None)
     if declared is None and embedder is None and os.path.isabs(model):  # a model folder's path
-        from .models import SemanticError, declared_scripts
+        from ..semantic.models import SemanticError, declared_scripts
 
         try:
             declared = declared_scripts(model)

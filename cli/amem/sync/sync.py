@@ -37,7 +37,7 @@ from ..gitvault.git import (
     stored_ref,
 )
 from ..report import Reporter
-from .sync_attributes import DRIVER_NAME, force_note_driver, report_attributes, route_vault_notes
+from .attributes import DRIVER_NAME, force_note_driver, report_attributes, route_vault_notes
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -151,7 +151,7 @@ def _locate(config: Config, remote: str | None, whole_repo: bool) -> _Place:
     folder = "" if real_vault == real_top else repo.relpath(config.vault_dir)
     head, branch, pending, ignored = _status(repo, folder, config.extensions)
     if any(path.endswith("/") for path in ignored):
-        from .sync_ignored import holding_notes
+        from .ignored import holding_notes
 
         ignored = holding_notes(repo.top, folder, ignored, config.extensions, config.index_hidden_dirs)
     if branch == "(detached)":
@@ -652,7 +652,7 @@ def _integrate(
     if new is None or new == head:
         return new, local  # nothing to bring in: no locks, no guard
     from ..gitvault.gitlocal import scratch_folder
-    from .sync_guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
+    from .guard import NoteLocks, in_the_way, note_paths, planned_move, raise_fd_limit
 
     locks = NoteLocks(config)
     try:
@@ -705,7 +705,7 @@ def sync_vault(
 
     clear_leftovers(repo.git_dir)
     if place.ignored:
-        from .sync_ignored import ignored_message
+        from .ignored import ignored_message
 
         reporter.warn(ignored_message(place.folder, place.ignored))
     wrote_attributes = _set_up_merging(config, place, reporter)

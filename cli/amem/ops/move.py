@@ -1,7 +1,5 @@
-"""Tidying a vault: deleting a note guarded by its version, and moving one while every [[link]] that
-pointed at it is rewritten to point at its new place.
-
-`delete_note` and `move_note` are what `amem delete`, `amem move` and the MCP tools call.
+"""Moving a note while every [[link]] that pointed at it is rewritten to point at its new place, with a
+journal that lets an interrupted move be finished: `move_note` is what `amem move` and `wiki_move` call.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..digest import sha1_hex
 from ..errors import Conflict, GitError, InvalidId, NotFound, UsageError
-from ..notes.ids import NoteRef, open_regular, read_regular, resolve_note
+from ..notes.ids import NoteRef, read_regular, resolve_note
 from ..notes.links import (
     Link,
     LinkResolver,
@@ -31,8 +29,9 @@ from ..notes.links import (
 from ..notes.parse import parse_note, version_of
 from ..output import quote
 from ..report import Reporter
-from ..store.write import check_version, make_parents, note_lock, remove_folders, version_conflict, write_failure
+from ..store.write import check_version, make_parents, note_lock, remove_folders, write_failure
 from ..timefmt import iso, now
+from .delete import check_current, lock_key, read_existing
 from .relink import spell_markdown_path, stamp_updated
 from .write import save_note
 
@@ -44,75 +43,7 @@ REWRITE_THREADS = 16
 if TYPE_CHECKING:
     from ..config import Config
     from ..index.index import VaultIndex
-    from ..shapes import DeleteResult, MoveResult
-
-
-def _lock_key(ref: NoteRef) -> str:
-    """The file whose lock `update_note` takes for this note: an in-vault symlink's target, else the note."""
-    path = str(ref.path)
-    return os.path.realpath(path) if os.path.islink(path) else path
-
-
-def _read_existing(ref: NoteRef, verb: str) -> bytes:
-    try:
-        with open_regular(ref.path) as handle:
-            return handle.read()
-    except (FileNotFoundError, NotADirectoryError):
-        raise NotFound(f"cannot {verb} note {quote(ref.id)}: no such note") from None
-    except IsADirectoryError:
-        raise InvalidId(f"cannot {verb} note {quote(ref.id)}: it is a folder") from None
-    except OSError as exc:
-        raise write_failure(ref.id, exc, verb) from None
-
-
-def _check_version(ref: NoteRef, verb: str, base_version: str | None, current: str) -> None:
-    if base_version is not None and base_version.lower() != current:
-        raise version_conflict(ref.id, verb, base_version, current, exists=True)
-
-
-# --- delete ---------------------------------------------------------------------------------------------
-
-
-def delete_note(
-    config: Config,
-    raw_id: str,
-    base_version: str | None = None,
-    reporter: Reporter | None = None,
-    *,
-    commit: bool = False,
-) -> DeleteResult:
-    """`amem delete`: remove one note, under its write lock, only if it is still at `base_version`.
-
-    Returns {id, version (of the removed content), commit}. With `commit` (or git.autoCommit) the removal,
-    and nothing else, is committed. Links to the note become unresolved; nothing else changes."""
-    reporter = reporter or Reporter()
-    ref = resolve_note(config, raw_id)
-    check_version(base_version)
-    with note_lock(config, _lock_key(ref)):
-        data = _read_existing(ref, "delete")
-        version = version_of(data)
-        _check_version(ref, "delete", base_version, version)
-        try:
-            os.unlink(ref.path)
-        except FileNotFoundError:
-            raise NotFound(f"cannot delete note {quote(ref.id)}: no such note") from None
-        except OSError as exc:
-            raise write_failure(ref.id, exc, "delete") from None
-    sha: str | None = None
-    if commit or config.git_auto_commit:
-        from ..gitvault.git import commit_notes
-
-        try:
-            outcome = commit_notes(config, [(ref.path, None)], f"amem: delete {ref.id}")
-        except GitError as exc:
-            raise GitError(
-                f"deleted note {quote(ref.id)} (version {version}) but did not commit it: {exc.message}",
-                deleted={"id": ref.id, "version": version},
-            ) from None
-        for message in outcome.warnings:
-            reporter.warn(message)
-        sha = outcome.hash
-    return {"id": ref.id, "version": version, "commit": sha}
+    from ..shapes import MoveResult
 
 
 # --- link rewriting ----------------------------------------------------------------------------------------
@@ -372,7 +303,7 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 def _ordered_locks(config: Config, refs: Iterable[NoteRef]) -> contextlib.ExitStack:
     """The write locks of several notes, always taken in the same order, so two moves cannot deadlock."""
     stack = contextlib.ExitStack()
-    for key in sorted({_lock_key(ref) for ref in refs}):
+    for key in sorted({lock_key(ref) for ref in refs}):
         stack.enter_context(note_lock(config, key))
     return stack
 
@@ -415,9 +346,9 @@ def _rename(
 ) -> str:
     """Move the file from `old` to `new` under both notes' locks; never replaces a note at `new`."""
     with _ordered_locks(config, (old, new)):
-        data = _read_existing(old, "move")
+        data = read_existing(old, "move")
         version = version_of(data)
-        _check_version(old, "move", base_version, version)
+        check_current(old, "move", base_version, version)
         if os.path.lexists(new.path):
             raise Conflict(f"cannot move note {quote(old.id)} to {quote(new.id)}: a note already exists there")
         journal.start(version, sources)
@@ -609,11 +540,11 @@ def _finish_rename(
         afterwards.add(new.id)
     before = _Swapped(afterwards, new.id, old.id)
     if resumed and journal.plan is not None:
-        _check_version(old, "move", base_version, str(journal.plan.get("version")))
+        check_current(old, "move", base_version, str(journal.plan.get("version")))
     else:
         # No journal (lost, or the file was renamed by hand): every note may hold such a link.
-        moved = version_of(_read_existing(new, "move"))
-        _check_version(new, "move", base_version, moved)
+        moved = version_of(read_existing(new, "move"))
+        check_current(new, "move", base_version, moved)
         journal.start(moved, [i for i in index.ids() if i != new.id])
     return _Move(before, afterwards, old.id, new.id)
 

@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..notes.ids import is_inside, may_read, open_regular
 from ..notes.simple_yaml import split_frontmatter
+from ..notes.tokenize import Query, fold, title_key
 from ..report import Reporter
 from .rank import Filter, Ranker
-from .tokenize import Query, fold, title_key
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from ..config import Config
+    from ..index.index import VaultIndex
     from ..shapes import SearchHit, SearchResult
-    from .index import VaultIndex
-    from .semantic import SearchRanker
+    from .fused import SearchRanker
 
 SNIPPET_CHARS = 160
 SNIPPET_BEFORE = 50
@@ -85,7 +85,7 @@ def search(
     result the fusion chosen for the query (see `explain`). Notes that could not be indexed are reported
     to `reporter`, once each."""
     from ..errors import UsageError
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
     if query is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
@@ -107,7 +107,7 @@ def search(
 def take_index(config: Config, reporter: Reporter) -> VaultIndex:
     """An index of this vault kept open by an earlier search (KEEP_INDEX), when its file is still the
     index's (not replaced by a rebuild meanwhile); a new one otherwise."""
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
     index = VaultIndex(config, reporter)
     settings = index._settings()
@@ -202,7 +202,7 @@ def _search(
     finally:
         conn.execute("COMMIT")
     if conn.total_changes != changes:  # the ranking's temporary scores only: the vectors' fingerprint stands
-        from .vectors import temporary_writes_since
+        from ..semantic.vectors import temporary_writes_since
 
         temporary_writes_since(conn, changes)
     return result
@@ -210,7 +210,7 @@ def _search(
 
 def _semantic_ranker(index: VaultIndex, reporter: Reporter, query: str, where: Filter) -> SearchRanker:
     """The semantic ranker, imported only by a search that asks for it."""
-    from .semantic import for_search
+    from .fused import for_search
 
     return for_search(index, reporter, query=query, where=where)
 
@@ -220,7 +220,7 @@ def _hits(index: VaultIndex, ranked: list[tuple[int, float | None]], query: Quer
     snippet read from the note's file."""
     import json
 
-    from .sql import select_in
+    from ..index.sql import select_in
 
     conn = index.conn
     docs = [doc for doc, _ in ranked]

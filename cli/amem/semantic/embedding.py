@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..index.index import VaultIndex
     from ..report import Reporter
-    from .index import VaultIndex
     from .semantic import Embedder
 
 #: Notes embedded per transaction by a slow model: about a second of work each on a loaded machine, so

@@ -16,7 +16,7 @@ words (English title queries 0.966 → 0.975 MRR@10, headings within 0.001). The
 title tier (PHRASE_TIERS) is a little larger than the headings' for the same reason, when a page says its
 heading's words more often than the titled page does: on the Vue docs, English titles 0.926 → 0.941 and
 Chinese titles 0.945 → 0.956, Chinese headings unchanged, English headings 0.853 → 0.850. Larger tiers
-win more English titles (0.953 from × 1.5) but cost Chinese headings (0.875); see docs/performance.md.
+win more English titles (0.953 from × 1.5) but cost Chinese headings (0.875); see docs/decisions/0005-ranking-tiers.md.
 3. The exact-title tier: a note whose whole title is the query (folded as --exact-title folds it, a
    trailing `{#anchor}` aside), for a query of one word too, gains EXACT_TITLE × ΣIDF (the IDF of 2).
 
@@ -36,7 +36,7 @@ A page whose section is named by the query outranks pages that say its words mor
 queries that are a `## ` heading, English 0.849 → 0.938 MRR@10 and Chinese 0.876 → 0.947 at a share of
 0.25 (0.900 / 0.906 at 0.05, 0.959 / 0.959 at 0.5), titles still 1.000, paraphrases and held-out questions
 unchanged at every share. The headings sets are the pages' own headings, so this tier wins them by
-construction; 0.25 keeps the title's share twice the heading's. See docs/performance.md.
+construction; 0.25 keeps the title's share twice the heading's. See docs/decisions/0005-ranking-tiers.md.
 4. A graph boost: among the best BOOSTED notes by 1 + 2 + 3, a note linked from other matching notes gains
    GRAPH_BOOST × the best score (1 + 2 + 3) among them, and they are re-ranked so; the notes below keep
    their order. It adds no note that does not match, and it re-ranks the same notes whatever the limit:
@@ -57,8 +57,8 @@ import re
 import sqlite3
 from collections.abc import Collection, Sequence
 
-from .sql import select_in
-from .tokenize import Query, title_key
+from ..index.sql import select_in
+from ..notes.tokenize import Query, title_key
 
 HEAD_WEIGHT = 5.0
 HEADINGS_WEIGHT = 4.0

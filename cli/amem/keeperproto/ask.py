@@ -34,7 +34,7 @@ import os
 import time
 
 from .. import __version__
-from .keeper_client import INFO_FILE, LOCK_FILE, lock_held
+from .client import INFO_FILE, LOCK_FILE, lock_held
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

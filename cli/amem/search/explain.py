@@ -19,7 +19,7 @@ from .fusion import RRF_K, Evidence, Explained, Plan, evidence
 
 if TYPE_CHECKING:
     from ..shapes import Fusion, SearchResult
-    from .semantic import SearchRanker
+    from .fused import SearchRanker
 
 
 def add_explanations(

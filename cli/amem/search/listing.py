@@ -80,10 +80,10 @@ def list_notes(
     import time
 
     from ..errors import UsageError
+    from ..index.index import VaultIndex
     from ..notes.ids import normalise_prefix
     from ..notes.tags import notes_where
     from ..timefmt import from_epoch
-    from .index import VaultIndex
 
     if sort is None:
         sort = "modified" if since is not None else "id"

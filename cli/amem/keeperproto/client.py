@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Collection
     from pathlib import Path
 
-    from .index import VaultIndex
+    from ..index.index import VaultIndex
 
 #: How long a command waits for the keeper to confirm a cookie before it walks the vault itself.
 ACK_TIMEOUT = 1.0
