@@ -26,6 +26,7 @@ from amem.errors import EXIT_CODES
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+CONTRIBUTING = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
 COMMAND_REFERENCE = (REPO / _docs.COMMANDS_FILE).read_text(encoding="utf-8")
 CONFIG_REFERENCE = (REPO / _docs.CONFIG_FILE).read_text(encoding="utf-8")
 EXIT_CODES_PAGE = (REPO / _docs.EXIT_CODES_FILE).read_text(encoding="utf-8")
@@ -319,29 +320,35 @@ def test_each_exit_code_is_produced_through_the_cli(
 # --- the README ---------------------------------------------------------------------------------------
 
 
+def ci_command(name: str) -> str:
+    """The command line of .ci/run under its comment `# <name> …`."""
+    ci = re.search(rf"^# {re.escape(name)}.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
+    assert ci, f"no {name!r} in .ci/run"
+    return ci.group(1)
+
+
 def test_the_readme_test_command_is_the_one_ci_runs() -> None:
     readme = re.search(r"Install the test dependencies and run the tests:\n\n```sh\n(.+)\n```", README)
-    ci = re.search(r"^# The README's test command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
-    assert readme and ci
-    assert readme.group(1) == ci.group(1)
+    assert readme
+    assert readme.group(1) == ci_command("The README's test command")
 
 
-def test_the_readme_check_command_is_the_one_ci_runs() -> None:
-    readme = re.search(r"Run the checks CI runs before the tests.*?\n\n```sh\n([^\n]+)\n```", README, re.S)
-    ci = re.search(r"^# The README's check command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
-    assert readme and ci
-    assert readme.group(1) == ci.group(1)
+def test_contributing_runs_the_tests_and_checks_as_ci_does() -> None:
+    tests = re.search(r"run the tests.*?\n\n```sh\n([^\n]+)\n```", CONTRIBUTING, re.S)
+    checks = re.search(r"Run the checks CI runs before the tests.*?\n\n```sh\n([^\n]+)\n```", CONTRIBUTING, re.S)
+    assert tests and checks
+    assert tests.group(1) == ci_command("The README's test command")
+    assert checks.group(1) == ci_command("CONTRIBUTING.md's check command")
     for check in ("ruff check cli tests", "ruff format --check cli tests", "mypy"):
-        assert check in ci.group(1)
+        assert check in checks.group(1)
+    assert "pre-commit install" in CONTRIBUTING
 
 
 def test_pre_commit_runs_the_checks_ci_runs() -> None:
     import yaml
 
-    ci = re.search(r"^# The README's check command.*\n(.+)$", (REPO / ".ci" / "run").read_text(), re.M)
-    assert ci
     hooks = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
-    checks = ci.group(1).split(" && ")[1:]
+    checks = ci_command("CONTRIBUTING.md's check command").split(" && ")[1:]
     assert [hook["entry"] + (" " + " ".join(hook["args"]) if hook.get("args") else "") for hook in hooks] == checks
 
 
@@ -350,12 +357,25 @@ def test_the_readme_shows_the_real_uses() -> None:
         assert use in README
 
 
-def test_the_changelog_lists_unreleased_changes() -> None:
+def commands_missing_from_the_changelog(changelog: str) -> list[str]:
+    """The commands that no release of `changelog` and not its Unreleased section names as `amem NAME`."""
+    entries = changelog.split("\n## [", 1)[1] if "\n## [" in changelog else ""
+    return [name for name in COMMANDS if not re.search(rf"`amem {name}[` ]", entries)]
+
+
+def test_the_changelog_check_finds_a_command_it_does_not_name() -> None:
+    named = "".join(f"- `amem {name}`\n" for name in COMMANDS if name != "batch")
+    assert commands_missing_from_the_changelog(f"# Changelog\n\n## [0.1.0]\n\n{named}") == ["batch"]
+    # Named only above the first version, or as the start of a longer word, is not named.
+    assert commands_missing_from_the_changelog(f"`amem batch`\n\n## [0.1.0]\n\n{named}- `amem batches`\n") == ["batch"]
+
+
+def test_the_changelog_names_every_command_and_keeps_an_unreleased_section() -> None:
     changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "keepachangelog.com" in changelog
-    unreleased = changelog.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
-    for name in COMMANDS:
-        assert f"`amem {name}" in unreleased, f"amem {name} is not in the changelog"
+    # Unreleased comes first, ready for the next change; the releases follow, newest first.
+    assert re.findall(r"^## \[([^\]]+)\]", changelog, re.M)[0] == "Unreleased"
+    assert commands_missing_from_the_changelog(changelog) == [], "not in any release nor under Unreleased"
 
 
 def test_the_licence_is_declared_and_shipped() -> None:
@@ -397,7 +417,7 @@ _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)|^\[[^\]]+\]:\s*(\S+)", re.M)
 
 
 def markdown_pages() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def relative_links(text: str) -> list[tuple[str, str]]:
