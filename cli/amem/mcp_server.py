@@ -15,6 +15,7 @@ A new tool is one more decorated function here calling a library function and re
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ from .config import MAX_INTEGER, Config
 from .errors import AmemError, InternalError, WatchError
 from .keeper.keeper import Keeper
 from .mcp_declare import Declared, declare, unknown_tool
+from .opspec import REQUIRED, Param
 from .report import CollectingReporter, Reporter
 from .shapes import (
     CheckResult,
@@ -117,97 +119,88 @@ def memory_runtime_info(
     )
 
 
-@tool(read_only=True)
-def wiki_read(
-    config: Config,
-    id: NoteId,
-    depth: Annotated[
-        int | None,
-        Field(
-            ge=0,
-            le=MAX_INTEGER,
-            description="Levels of [[links]] to follow (default 1; 0: this note only).",
-        ),
-    ] = None,
-    maxChars: Annotated[
-        int,
-        Field(ge=0, le=MAX_INTEGER, description="Bound on all bodies' characters."),
-    ] = 20_000,
-) -> ReadResult:
-    """Read a note and the notes its [[links]] reach, to a depth.
+def _declared(op: str, name: str, returns: Any, doc: str) -> ToolFunction:
+    """The tool of operation `op`: its arguments are the parameters `opspec.OPS` offers over MCP, checked
+    as declared there, and it runs the operation with the code the command and the keeper run."""
+    from .opspec import OPS
+
+    offered = [p for p in OPS[op] if p.mcp is not None]
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter("config", keyword, annotation=Config)]
+    annotations: dict[str, Any] = {"config": Config, "return": returns}
+    for param in offered:
+        assert param.mcp is not None
+        annotations[param.mcp] = _argument_type(param)
+        default = inspect.Parameter.empty if param.mcp_default is REQUIRED else param.mcp_default
+        parameters.append(inspect.Parameter(param.mcp, keyword, default=default, annotation=annotations[param.mcp]))
+
+    def run_operation(config: Config, **given: Any) -> Any:
+        from .ops.answers import run
+        from .opspec import request
+
+        values = {p.name: given.get(p.mcp or "") for p in offered}
+        words = {p.name: (values[p.name],) for p in offered if p.kind == "words" and values[p.name] is not None}
+        args, _ = request(op, {**values, **words})
+        result, after = run(config, op, args, _reporter())
+        if after is not None:
+            after()
+        return result
+
+    run_operation.__name__ = run_operation.__qualname__ = name
+    run_operation.__doc__ = doc
+    run_operation.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run_operation.__annotations__ = annotations
+    return run_operation
+
+
+def _argument_type(param: Param) -> Any:
+    """The type an MCP argument of this kind has, its bounds and its description in the schema."""
+    optional = param.mcp_default is None
+    if param.kind in ("count", "number"):
+        bounds = Field(ge=1 if param.kind == "count" else 0, le=MAX_INTEGER, description=param.brief)
+        return Annotated[int | None, bounds] if optional else Annotated[int, bounds]
+    described = Field(description=param.brief)
+    if param.kind == "flag":
+        return Annotated[bool, described]
+    if param.kind == "texts":
+        return Annotated[list[str] | None, described]
+    if param.kind == "choice":
+        return Annotated[typing.Literal[param.choices] | None, described]
+    return Annotated[str, described] if param.mcp_default is REQUIRED else Annotated[str | None, described]
+
+
+tool(read_only=True)(
+    _declared(
+        "read",
+        "wiki_read",
+        ReadResult,
+        """Read a note and the notes its [[links]] reach, to a depth.
 
     `id` may be a [[link]]'s name or an alias. Bodies total at most maxChars (default 20,000, about 5,000
-    tokens), nearest first; `omitted` names the rest. Pass `version` as baseVersion to change the note."""
-    from .ops.read import read_note
-
-    return read_note(config, id, depth, max_chars=maxChars, reporter=_reporter())
-
-
-@tool(read_only=True)
-def wiki_search(
-    config: Config,
-    query: Annotated[str, Field(description="Words to look for, OR-matched.")],
-    exactTitle: Annotated[
-        str | None,
-        Field(description="Instead of ranking: every note titled this (any case)."),
-    ] = None,
-    maxResults: Annotated[
-        int | None, Field(ge=1, le=MAX_INTEGER, description="At most this many hits (default 20).")
-    ] = None,
-    tags: Annotated[
-        list[str] | None,
-        Field(description="Only notes with every one of these tags."),
-    ] = None,
-    folder: Folder = None,
-    explain: Annotated[bool, Field(description="Per hit: why it ranks there.")] = False,
-) -> SearchResult:
-    """Search notes by title, id and body keywords, ranked by relevance.
+    tokens), nearest first; `omitted` names the rest. Pass `version` as baseVersion to change the note.""",
+    )
+)
+tool(read_only=True)(
+    _declared(
+        "search",
+        "wiki_search",
+        SearchResult,
+        """Search notes by title, id and body keywords, ranked by relevance.
 
     Words match as prefixes. `total` counts every match; `truncated`: cut by maxResults. Cheap: use before
-    wiki_read."""
-    from .search import query as searching
-    from .search.query import search
-
-    searching.KEEP_INDEX = True  # the server lives on: its searches reuse their open index
-
-    return search(
-        config,
-        query,
-        limit=maxResults,
-        exact_title=exactTitle,
-        tags=tags or (),
-        folder=folder,
-        explain=explain,
-        reporter=_reporter(),
+    wiki_read.""",
     )
+)
+tool(read_only=True)(
+    _declared(
+        "list",
+        "wiki_list",
+        ListResult,
+        """List notes, or a folder's, with titles, tags, sizes and times.
 
-
-@tool(read_only=True)
-def wiki_list(
-    config: Config,
-    folder: Folder = None,
-    tags: Annotated[
-        list[str] | None,
-        Field(description="Only notes with every one of these tags."),
-    ] = None,
-    sort: Annotated[
-        typing.Literal["id", "modified", "created"] | None,
-        Field(description="id (default), or mtime or created, newest first."),
-    ] = None,
-    maxResults: Annotated[
-        int | None, Field(ge=1, le=MAX_INTEGER, description="Return at most this many notes.")
-    ] = None,
-    since: Annotated[
-        str | None,
-        Field(description="Only notes modified since '2d', '12h', '30m' or an ISO time; newest first."),
-    ] = None,
-) -> ListResult:
-    """List notes, or a folder's, with titles, tags, sizes and times.
-
-    With since='2d': what changed lately, newest first (ask it first in a session)."""
-    from .search.listing import list_notes
-
-    return list_notes(config, folder, tags=tags or (), sort=sort, limit=maxResults, since=since, reporter=_reporter())
+    With since='2d': what changed lately, newest first (ask it first in a session).""",
+    )
+)
 
 
 @tool(read_only=False, destructive=True, idempotent=False)

@@ -6,11 +6,15 @@ Adding an option to one of these commands is one `Param` here, and the function 
 A request names each value by its `Param.name` (camelCase, as the MCP tools do): words are joined by a
 space (None when there are none), repeated options are a list, and a value not given is None (a flag False).
 A `switch` is not part of the request but a config flag of the command (`--semantic/--no-semantic`).
+The MCP tool of an operation (`wiki_search`, `wiki_read`, `wiki_list`) offers the parameters that have an
+`mcp` name, described by their `brief`, with their `mcp_default` (REQUIRED: the argument must be given).
 """
 
 #: The most any number option takes (`config.MAX_INTEGER`, not imported: the shim loads as little as it can).
 MAX_NUMBER = 1_000_000_000
 SORTS = ("id", "modified", "created")
+#: An MCP argument without a default.
+REQUIRED = object()
 
 
 class Param:
@@ -18,7 +22,7 @@ class Param:
     (at most one argument), `count` (a whole number from 1), `number` (from 0), `text`, `texts` (given
     again, a list), `flag` (no value), `choice` (one of `choices`), `switch` (a config flag, on or off)."""
 
-    __slots__ = ("choices", "flag", "help", "kind", "metavar", "name")
+    __slots__ = ("brief", "choices", "flag", "help", "kind", "mcp", "mcp_default", "metavar", "name")
 
     def __init__(
         self,
@@ -29,8 +33,15 @@ class Param:
         metavar: str = "",
         help: str = "",
         choices: tuple[str, ...] = (),
+        mcp: str | None = None,
+        brief: str = "",
+        mcp_default: object = None,
     ) -> None:
         self.name = name
+        #: the MCP tool's name for it (None: not offered over MCP), its description there, and its default
+        self.mcp = mcp
+        self.brief = brief
+        self.mcp_default = mcp_default
         self.kind = kind
         self.flag = flag
         self.metavar = metavar
@@ -47,10 +58,21 @@ _TAGS_HELP = (
     "Repeat: every tag must hold."
 )
 
+_TAGS_BRIEF = "Only notes with every one of these tags."
+_FOLDER_BRIEF = "Only notes under this folder ('projects/')."
+
 OPS: dict[str, tuple[Param, ...]] = {
     "search": (
-        Param("query", "words", metavar="QUERY"),
-        Param("limit", "count", "--limit", metavar="N", help="Return at most N hits (default: maxSearchResults, 20)."),
+        Param("query", "words", mcp="query", brief="Words to look for, OR-matched.", mcp_default=REQUIRED),
+        Param(
+            "limit",
+            "count",
+            "--limit",
+            metavar="N",
+            help="Return at most N hits (default: maxSearchResults, 20).",
+            mcp="maxResults",
+            brief="At most this many hits (default 20).",
+        ),
         Param(
             "exactTitle",
             "text",
@@ -58,9 +80,27 @@ OPS: dict[str, tuple[Param, ...]] = {
             metavar="TITLE",
             help="List every note whose title equals TITLE, ignoring case, Unicode form and space/-/_ differences; "
             "no ranking. QUERY is then optional.",
+            mcp="exactTitle",
+            brief="Instead of ranking: every note titled this (any case).",
         ),
-        Param("tags", "texts", "--tag", metavar="T", help=_TAGS_HELP.format(": project matches project/amem")),
-        Param("folder", "text", "--folder", metavar="PREFIX", help="Only notes under this folder (notes or notes/)."),
+        Param(
+            "tags",
+            "texts",
+            "--tag",
+            metavar="T",
+            help=_TAGS_HELP.format(": project matches project/amem"),
+            mcp="tags",
+            brief=_TAGS_BRIEF,
+        ),
+        Param(
+            "folder",
+            "text",
+            "--folder",
+            metavar="PREFIX",
+            help="Only notes under this folder (notes or notes/).",
+            mcp="folder",
+            brief=_FOLDER_BRIEF,
+        ),
         Param(
             "semantic",
             "switch",
@@ -74,16 +114,28 @@ OPS: dict[str, tuple[Param, ...]] = {
             "--explain",
             help="Add to each hit its keyword score and rank and its semantic similarity and rank, and to the "
             "result the fusion weight chosen for this query and why.",
+            mcp="explain",
+            brief="Per hit: why it ranks there.",
+            mcp_default=False,
         ),
     ),
     "read": (
-        Param("id", "id", metavar="ID"),
+        Param(
+            "id",
+            "id",
+            metavar="ID",
+            mcp="id",
+            brief="Note id, e.g. 'projects/auth' (.md optional).",
+            mcp_default=REQUIRED,
+        ),
         Param(
             "depth",
             "number",
             "--depth",
             metavar="N",
             help="Follow links this many levels deep (default: maxLinkDepth, 1).",
+            mcp="depth",
+            brief="Levels of [[links]] to follow (default 1; 0: this note only).",
         ),
         Param(
             "maxChars",
@@ -92,11 +144,14 @@ OPS: dict[str, tuple[Param, ...]] = {
             metavar="N",
             help="Bound the characters of all bodies: the note first, then linked notes nearest first, cut at "
             "lines (truncated, omitted say what was left out). Default: no bound.",
+            mcp="maxChars",
+            brief="Bound on all bodies' characters.",
+            mcp_default=20_000,
         ),
     ),
     "list": (
-        Param("prefix", "optional", metavar="[PREFIX]"),
-        Param("tags", "texts", "--tag", metavar="T", help=_TAGS_HELP.format("")),
+        Param("prefix", "optional", metavar="[PREFIX]", mcp="folder", brief=_FOLDER_BRIEF),
+        Param("tags", "texts", "--tag", metavar="T", help=_TAGS_HELP.format(""), mcp="tags", brief=_TAGS_BRIEF),
         Param(
             "sort",
             "choice",
@@ -104,8 +159,18 @@ OPS: dict[str, tuple[Param, ...]] = {
             choices=SORTS,
             help="Order by id (the default; with --since, modified), or newest first by modification or by "
             "frontmatter `created`.",
+            mcp="sort",
+            brief="id (default), or mtime or created, newest first.",
         ),
-        Param("limit", "count", "--limit", metavar="N", help="Return at most N notes."),
+        Param(
+            "limit",
+            "count",
+            "--limit",
+            metavar="N",
+            help="Return at most N notes.",
+            mcp="maxResults",
+            brief="Return at most this many notes.",
+        ),
         Param(
             "since",
             "text",
@@ -113,6 +178,8 @@ OPS: dict[str, tuple[Param, ...]] = {
             metavar="WHEN",
             help="Only notes modified since WHEN: a duration back from now (30m, 12h, 2d, 1w) or an ISO date or "
             "time (2026-11-30, 2026-11-30T09:00+01:00); newest first unless --sort is given.",
+            mcp="since",
+            brief="Only notes modified since '2d', '12h', '30m' or an ISO time; newest first.",
         ),
     ),
 }

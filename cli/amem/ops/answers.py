@@ -59,9 +59,9 @@ def answer(
     try:
         if request.op == "search" and ours.semantic:
             with ranking:  # the model and its vectors are shared with the keeper's rankings
-                result, after = run(ours, request.op, args, reporter)
+                result, after = run(ours, request.op, args, reporter, answering=True)
         else:
-            result, after = run(ours, request.op, args, reporter)
+            result, after = run(ours, request.op, args, reporter, answering=True)
     except AmemError as exc:  # the command raises it itself, as it always does
         return {"error": "refused", "code": exc.code}, None, None
     return {"warnings": reporter.warnings}, one_line(result), after
@@ -104,16 +104,22 @@ def _checked(given: dict[str, Any], kinds: dict[str, tuple[type, ...]]) -> dict[
 
 
 def run(
-    config: Config, op: str, args: dict[str, Any], reporter: Reporter, long_lived: bool = True
+    config: Config,
+    op: str,
+    args: dict[str, Any],
+    reporter: Reporter,
+    long_lived: bool = True,
+    *,
+    answering: bool = False,
 ) -> tuple[Any, After]:
-    """Operation `op` with checked `args`: its result, and what to run once the result is out (a read's
-    record of what it saw). Also the console script's own, for a command no keeper answers: not
-    `long_lived`, so that a search keeps neither its index open nor the vectors in memory, and a read
-    records what it saw in the index it read (nothing to run after)."""
+    """Operation `op` with checked `args`: its result, and what to run once the result is out. A process
+    that is not `long_lived` (a command's own) keeps neither a search's index open nor the vectors in
+    memory. A read records what it saw in the index it read, unless the keeper is `answering` a command:
+    then only once the command has the answer (what is returned to run)."""
     if op == "search":
         return _search(config, args, reporter, long_lived), None
     if op == "read":
-        return _read(config, args, reporter, long_lived)
+        return _read(config, args, reporter, answering)
     from ..search.listing import list_notes
 
     result = list_notes(
@@ -150,11 +156,11 @@ def _search(config: Config, args: dict[str, Any], reporter: Reporter, long_lived
     )
 
 
-def _read(config: Config, args: dict[str, Any], reporter: Reporter, long_lived: bool) -> tuple[Any, After]:
+def _read(config: Config, args: dict[str, Any], reporter: Reporter, answering: bool) -> tuple[Any, After]:
     from .read import read_note
 
     depth, budget = args["depth"], args["maxChars"]
-    if not long_lived:  # the command's own process: the read records what it saw in the index it has open
+    if not answering:  # the read records what it saw in the index it has open
         return read_note(config, args["id"], depth, max_chars=budget, reporter=reporter), None
     result = read_note(config, args["id"], depth, max_chars=budget, reporter=reporter, mark_seen=False)
     return result, _seen(config, result["id"], result["version"])
