@@ -93,6 +93,7 @@ NOTES_AMEM = frozenset(
     | {"amem.index.attached"}
     # a version's first index file: the other versions' files beside it
     | {"amem.index.versions"}
+    | {"amem.index.kept"}
 )
 #: What a read of an unchanged vault loads of them: the index's queries and its folder check, the note's
 #: links and plain frontmatter.
@@ -104,6 +105,7 @@ NOTES_READ_AMEM = frozenset(
     | {"amem.index.snapshot"}  # what the index last stored of every note's (mtime, size)
     | {"amem.notes.parse", "amem.notes.simple_yaml", "amem.notes.ids", "amem.timefmt", "amem.cachedir"}
     | {"amem.atomicfile"}
+    | {"amem.index.kept"}  # an index kept open between operations by a process that lives on
 )
 #: The search engine: query parsing, ranking and results over the index's full-text tables.
 SEARCH_AMEM = frozenset({"amem.search.query", "amem.search.rank"})
@@ -244,7 +246,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         "amem.mcp_server",
     ),
     # Probed with no lines: the batch itself loads nothing; each line loads what its command does (above).
-    "batch": (["batch"], frozenset(), frozenset(), "amem.commands.batch"),
+    "batch": (["batch"], frozenset(), frozenset({"amem.index.kept"}), "amem.commands.batch"),
 }
 
 

@@ -293,15 +293,15 @@ def test_a_long_lived_processs_kept_index_follows_a_rebuild(
 ) -> None:
     """A keeper's or `amem mcp`'s searches keep their index open between them; when another process
     rebuilds the index (a new file), the next search reads the new one, not the deleted file it held."""
-    import amem.search.query
+    import amem.index.kept
 
-    monkeypatch.setattr(amem.search.query, "KEEP_INDEX", True)
-    monkeypatch.setattr(amem.search.query, "_kept", [])
+    monkeypatch.setattr(amem.index.kept, "KEEP_INDEX", True)
+    monkeypatch.setattr(amem.index.kept, "_kept", [])
     write_file(vault / "a.md", "alpha one\n")
     first = start_keeper()
     try:
         assert [hit["id"] for hit in search(config, "alpha")["hits"]] == ["a.md"]
-        assert amem.search.query._kept, "the search kept its index open"
+        assert amem.index.kept._kept, "the search kept its index open"
     finally:
         first.stop()
     rebuilt = subprocess.run([sys.executable, "-m", "amem", "index", "--rebuild"], capture_output=True, text=True)

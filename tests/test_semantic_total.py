@@ -160,11 +160,10 @@ def test_a_fused_search_walks_the_keyword_matches_no_more_often_than_a_keyword_s
 def snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Searches keep their index open, as the keeper and the MCP server do; each read of the index's
     snapshot (the fingerprint being taken) is counted in the list."""
-    from amem.index import snapshot
-    from amem.search import query as searching
+    from amem.index import kept, snapshot
 
-    monkeypatch.setattr(searching, "KEEP_INDEX", True)
-    monkeypatch.setattr(searching, "_kept", [])
+    monkeypatch.setattr(kept, "KEEP_INDEX", True)
+    monkeypatch.setattr(kept, "_kept", [])
     read: list[int] = []
     stored = snapshot.stored_bytes
 
@@ -176,7 +175,7 @@ def snapshot_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     try:
         yield read
     finally:
-        for index, _ in searching._kept:
+        for index, _ in kept._kept:
             index.close()
 
 

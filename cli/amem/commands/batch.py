@@ -55,6 +55,9 @@ def command(ctx: click.Context) -> None:
     root = ctx.find_root()
     app = ctx.find_object(AppContext)
     assert app is not None
+    from ..index import kept
+
+    kept.KEEP_INDEX = True  # the lines' reads and searches reuse one open index, as a keeper's do
     lines, out = sys.stdin.buffer, sys.stdout
     from ..interrupt import check
     from ..output import emit_text, one_line

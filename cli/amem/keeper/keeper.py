@@ -298,21 +298,21 @@ class Keeper:
     def _rank(self, query: str, depth: int, among: set[str] | None) -> list[tuple[str, float]] | None:
         """What a search would rank in its own process: the model loaded (once), the vectors brought up to
         date with the index and kept in memory, then `semantic.rank`. On an index kept open between
-        requests, as searches keep theirs (`search.KEEP_INDEX`), so that what a connection remembers of an
+        requests, as searches keep theirs (`index.kept`), so that what a connection remembers of an
         unchanged database (the vectors' coverage, a join of every note) is not computed again each time."""
-        from ..search import query as searching
+        from ..index import kept
         from ..search.fused import for_search
         from ..semantic import semantic
 
-        semantic.KEEP_VECTORS = searching.KEEP_INDEX = True
-        index = searching.take_index(self.config, self.reporter)
+        semantic.KEEP_VECTORS = kept.KEEP_INDEX = True
+        index = kept.take_index(self.config, self.reporter)
         try:
             ranker = for_search(index, self.reporter)
             if ranker.embedder is None:
                 return None
             return semantic.rank(index.conn, ranker.embedder, query, depth, among=among)
         finally:
-            searching.give_back(index)
+            kept.give_back(index)
 
     # --- events -------------------------------------------------------------------------------------
 

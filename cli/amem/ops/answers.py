@@ -116,6 +116,10 @@ def run(
     that is not `long_lived` (a command's own) keeps neither a search's index open nor the vectors in
     memory. A read records what it saw in the index it read, unless the keeper is `answering` a command:
     then only once the command has the answer (what is returned to run)."""
+    if long_lived:
+        from ..index import kept
+
+        kept.KEEP_INDEX = True  # its operations reuse their open index
     if op == "search":
         return _search(config, args, reporter, long_lived), None
     if op == "read":
@@ -135,15 +139,12 @@ def run(
 
 
 def _search(config: Config, args: dict[str, Any], reporter: Reporter, long_lived: bool) -> Any:
-    from ..search import query as searching
     from ..search.query import search
 
-    if long_lived:
-        searching.KEEP_INDEX = True  # its searches reuse their open index
-        if config.semantic:
-            from ..semantic import semantic
+    if long_lived and config.semantic:
+        from ..semantic import semantic
 
-            semantic.KEEP_VECTORS = True  # the vectors stay in memory between searches
+        semantic.KEEP_VECTORS = True  # the vectors stay in memory between searches
     return search(
         config,
         args["query"],

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import IoError, NotFound
+from ..index import kept
 from ..index.attached import Attachments
 from ..index.index import VaultIndex
 from ..notes.conflicts import has_conflict_copy
@@ -166,7 +167,7 @@ def read_note(
     except NotFound as exc:
         loaded, missing = None, exc
     named: dict[str, Any] = {}
-    index = VaultIndex(config)
+    index = kept.take_index(config)
     try:
         resolve, resolver, incomplete, current = _how_links_resolve(index, reporter)
         if loaded is None:
@@ -184,7 +185,7 @@ def read_note(
         # holds the note.
         conflict = index.has_conflict_copy(ref.id) if current else None
     finally:
-        index.close()
+        kept.give_back(index)
     bounds: dict[str, Any] = {}
     if max_chars is not None:
         from .budget import fit_bodies  # here: only a bounded read pays for it

@@ -7,7 +7,6 @@ snippets, expiry). Tags and folders narrow a search before `total` is counted.
 
 from __future__ import annotations
 
-import _thread
 import io
 import os
 import re
@@ -15,6 +14,7 @@ import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..index.kept import give_back, take_index
 from ..notes.ids import is_inside, may_read, open_regular
 from ..notes.simple_yaml import split_frontmatter
 from ..notes.tokenize import Query, fold, title_key
@@ -34,13 +34,6 @@ SNIPPET_BEFORE = 50
 #: A hit's snippet reads this many characters of its note first, and the rest only when they do not settle
 #: it: a search that shows a note of 200 MB read and folded all of it, 1.5 s and 415 MB a search.
 SNIPPET_READ = 1 << 20
-#: Set by long-lived processes (the keeper answering commands, `amem mcp`): a search leaves its index open
-#: for the next one (its connection, its page cache), at most KEPT of them, each used by one search at a
-#: time and reused only while its file is still the index's.
-KEEP_INDEX = False
-KEPT = 4
-_kept: list[tuple[VaultIndex, tuple[int, int]]] = []
-_kept_lock = _thread.allocate_lock()
 
 
 def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
@@ -85,7 +78,6 @@ def search(
     result the fusion chosen for the query (see `explain`). Notes that could not be indexed are reported
     to `reporter`, once each."""
     from ..errors import UsageError
-    from ..index.index import VaultIndex
 
     if query is None and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
@@ -93,7 +85,7 @@ def search(
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     reporter = reporter or Reporter()
-    index = take_index(config, reporter) if KEEP_INDEX else VaultIndex(config, reporter)
+    index = take_index(config, reporter)
     where = note_filter(tags, folder)
     fuse = (config.semantic if semantic is None else semantic) and exact_title is None and query is not None
     try:
@@ -102,46 +94,6 @@ def search(
         return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter, explain))
     finally:
         give_back(index)
-
-
-def take_index(config: Config, reporter: Reporter) -> VaultIndex:
-    """An index of this vault kept open by an earlier search (KEEP_INDEX), when its file is still the
-    index's (not replaced by a rebuild meanwhile); a new one otherwise."""
-    from ..index.index import VaultIndex
-
-    index = VaultIndex(config, reporter)
-    settings = index._settings()
-    with _kept_lock:
-        for i, (kept, identity) in enumerate(_kept):
-            if kept.file == index.file and kept._settings() == settings:
-                del _kept[i]
-                if _identity(kept.file) == identity:
-                    kept.config, kept.reporter = config, reporter
-                    return kept
-                kept.close()
-                break
-    return index
-
-
-def give_back(index: VaultIndex) -> None:
-    """Keep the index open for the next search (KEEP_INDEX: at most KEPT of them), or close it."""
-    identity = _identity(index.file) if KEEP_INDEX and index._conn is not None else None
-    if identity is not None:
-        with _kept_lock:
-            if len(_kept) < KEPT:
-                _kept.append((index, identity))
-                return
-    index.close()
-
-
-def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
-    """The file's device and inode: an open connection keeps its file's inode from being reused, so the
-    same identity means the same file."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
 
 
 def _search(
