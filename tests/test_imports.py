@@ -237,7 +237,7 @@ ALLOWED: dict[str, tuple[list[str], frozenset[str], frozenset[str], str]] = {
         NOTES_AMEM
         | {"amem.mcp_server", "amem.watcher", "amem.keeper.keeper", "amem.keeper.folder", "amem.keeper.requests"}
         # the declarations its schemas come from: argument checks and the shapes of the results
-        | {"amem.mcp_declare", "amem.shapes"}
+        | {"amem.mcp_declare", "amem.results"}
         # the keeper answers the commands that ask it with the commands' own functions
         | {"amem.ops.answers", "amem.keeperproto.ask"}
         | {f"amem.watcher.{m}" for m in ("observation", "redact")}

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "amem.paths",
                 "amem.trust",
                 "amem.cachedir",
-                "amem.shapes",
+                "amem.results",
                 "amem.interrupt",
                 "amem.outcome",
             }

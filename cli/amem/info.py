@@ -18,7 +18,7 @@ from .config import Config, vault_problem
 from .notes.ids import is_inside
 
 if TYPE_CHECKING:
-    from .shapes import InfoResult, Mismatch, ProjectTrust
+    from .results import InfoResult, Mismatch, ProjectTrust
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each tool is a plain function in `TOOLS` that takes the server's Config and the tool's arguments (named as
 the model sees them) and returns exactly what the matching command prints, typed by its TypedDict in
-`shapes`. `mcp_declare` derives from each declaration its strict argument check, its input and output
+`results`. `mcp_declare` derives from each declaration its strict argument check, its input and output
 schemas and its annotations; the server here lists them and runs each call: the result is the tool's
 structured content (and the same JSON as text, for clients that read only text), and an AmemError, a
 refused argument included, becomes a tool error whose structured content is the command's error object,
@@ -38,7 +38,7 @@ from .keeper.keeper import Keeper
 from .mcp_declare import Declared, declare, unknown_tool
 from .opspec import REQUIRED, Param
 from .report import CollectingReporter, Reporter
-from .shapes import (
+from .results import (
     CheckResult,
     DeleteResult,
     EditResult,

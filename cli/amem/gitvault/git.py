@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..notes.ids import NoteRef
     from ..report import Reporter
-    from ..shapes import HistoryResult
+    from ..results import HistoryResult
 
     #: A path as the git layer takes it: a str, or a Path from a caller that holds one. The layer itself
     #: never makes a Path: an idle `amem sync` would pay for loading `pathlib`.

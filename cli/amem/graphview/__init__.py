@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..errors import IoError
 
 if TYPE_CHECKING:
-    from ..shapes import GraphResult
+    from ..results import GraphResult
 
 #: The formats besides json, each rendered by `render`.
 FORMATS = ("dot", "graphml", "mermaid", "html")

@@ -18,7 +18,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..shapes import GraphResult
+    from ..results import GraphResult
 
 #: The vendored scripts, in the order the page runs them (d3-force needs the other three).
 VENDOR = ("d3-dispatch", "d3-quadtree", "d3-timer", "d3-force")

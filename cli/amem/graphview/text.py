@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..shapes import GraphNode, GraphResult
+    from ..results import GraphNode, GraphResult
 
 #: Characters XML 1.0 cannot hold at all, even escaped: they are dropped from GraphML values.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")

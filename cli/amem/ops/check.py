@@ -26,7 +26,7 @@ from ..output import quote
 if TYPE_CHECKING:
     from ..config import Config
     from ..report import Reporter
-    from ..shapes import CheckResult
+    from ..results import CheckResult
 
 #: Each kind of problem and its severity.
 SEVERITY: dict[str, str] = {

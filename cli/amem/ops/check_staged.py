@@ -43,7 +43,7 @@ from .check import (
 if TYPE_CHECKING:
     from ..config import Config
     from ..report import Reporter
-    from ..shapes import CheckResult
+    from ..results import CheckResult
 
 
 def _vault_folder(repo: Repository, config: Config) -> str:

@@ -15,7 +15,7 @@ from ..store.write import check_version, note_lock, version_conflict, write_fail
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..shapes import DeleteResult
+    from ..results import DeleteResult
 
 
 def lock_key(ref: NoteRef) -> str:

@@ -25,7 +25,7 @@ from .write import save_note
 if TYPE_CHECKING:
     from ..config import Config
     from ..report import Reporter
-    from ..shapes import EditResult
+    from ..results import EditResult
 
 _BOM = "\ufeff"
 #: A heading as the caller names it: `Status`, `## Status`, `##Status`.

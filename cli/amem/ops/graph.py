@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..index.index import VaultIndex
     from ..report import Reporter
-    from ..shapes import GraphEdge, GraphNode, GraphResult
+    from ..results import GraphEdge, GraphNode, GraphResult
 
 #: (from, to, kind) -> how many times it is written
 _Edges = dict[tuple[str, str, str], int]

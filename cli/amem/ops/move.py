@@ -43,7 +43,7 @@ REWRITE_THREADS = 16
 if TYPE_CHECKING:
     from ..config import Config
     from ..index.index import VaultIndex
-    from ..shapes import MoveResult
+    from ..results import MoveResult
 
 
 # --- link rewriting ----------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..index.index import VaultIndex
     from ..notes.links import LinkResolver
-    from ..shapes import HistoryResult
+    from ..results import HistoryResult
 
 
 def find_by_name(index: VaultIndex, resolver: LinkResolver, name: str) -> tuple[str, list[str]] | None:

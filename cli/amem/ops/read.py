@@ -26,7 +26,7 @@ MAX_LINK_RECORDS = 10_000
 if TYPE_CHECKING:
     from ..config import Config
     from ..report import Reporter
-    from ..shapes import ReadResult
+    from ..results import ReadResult
 
 
 def _load(ref: NoteRef) -> tuple[bytes, os.stat_result]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..notes.ids import NoteRef
     from ..report import Reporter
-    from ..shapes import RestoreResult
+    from ..results import RestoreResult
 
 
 def restore_note(

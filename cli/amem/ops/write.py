@@ -21,7 +21,7 @@ from ..timefmt import iso, now
 if TYPE_CHECKING:
     from ..config import Config
     from ..notes.ids import NoteRef
-    from ..shapes import WriteResult
+    from ..results import WriteResult
 
 
 def save_note(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .fusion import RRF_K, Evidence, Explained, Plan, evidence
 
 if TYPE_CHECKING:
-    from ..shapes import Fusion, SearchResult
+    from ..results import Fusion, SearchResult
     from .fused import SearchRanker
 
 

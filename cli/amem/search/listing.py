@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from datetime import tzinfo
 
     from ..config import Config
-    from ..shapes import ListedNote, ListResult
+    from ..results import ListedNote, ListResult
 
 #: How each --sort orders notes: by id; most recently modified first; most recently created first
 #: (notes without `created` last). Ties go to the id.

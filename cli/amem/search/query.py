@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..index.index import VaultIndex
-    from ..shapes import SearchHit, SearchResult
+    from ..results import SearchHit, SearchResult
     from .fused import SearchRanker
 
 SNIPPET_CHARS = 160
