@@ -381,15 +381,15 @@ def test_the_keepers_rankings_of_an_unchanged_index_count_its_coverage_once(
 ) -> None:
     """The keeper ranks on an index it keeps open between requests: the vectors' coverage (a join of every
     note with its vectors) is counted again only once the index has changed."""
+    from amem.index import kept as keeping
     from amem.keeper.keeper import Keeper
-    from amem.search import query as searching
     from amem.semantic import semantic, vectors
 
     config = load_config()
     embedded_in_process(config)
     kept: list[Any] = []
-    monkeypatch.setattr(searching, "_kept", kept)
-    monkeypatch.setattr(searching, "KEEP_INDEX", False)
+    monkeypatch.setattr(keeping, "_kept", kept)
+    monkeypatch.setattr(keeping, "KEEP_INDEX", False)
     monkeypatch.setattr(semantic, "KEEP_VECTORS", False)
     counted: list[str] = []
     real = vectors._coverage
