@@ -146,7 +146,7 @@ class VaultIndex:
             conn = None
             fresh = not os.path.exists(self.file)
             try:
-                # Not bound to its thread: a long-lived process's searches reuse it, one at a time (search.KEEP_INDEX).
+                # Not bound to its thread: a long-lived process's searches reuse it, one at a time (index.kept).
                 conn = sqlite3.connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
                 conn.execute("PRAGMA journal_mode=WAL")
                 # A cache: losing its last transactions to a power cut costs a rebuild, never a note.
