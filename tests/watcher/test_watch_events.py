@@ -81,6 +81,8 @@ def test_folders_produce_nothing(make_watcher: Make, tree: Path) -> None:
 def test_new_folders_are_watched_and_scanned(make_watcher: Make, tree: Path) -> None:
     w = make_watcher(tree)
     before = w.watcher.watch_count
+    if before is None:
+        pytest.skip("watch counts exist only on inotify, which this machine lacks")
     # Created with content in one go: the files inside exist before any watch on the new folders.
     deep = tree / "a" / "b" / "c"
     deep.mkdir(parents=True)
@@ -88,8 +90,7 @@ def test_new_folders_are_watched_and_scanned(make_watcher: Make, tree: Path) -> 
     w.wait_for("a/b/c/early.md")
     write_file(deep / "later.md", "later")
     w.wait_for("a/b/c/later.md")
-    if before is not None:
-        assert w.watcher.watch_count == before + 3
+    assert w.watcher.watch_count == before + 3
 
 
 def test_a_folder_copied_in_is_reported_file_by_file(make_watcher: Make, tree: Path, tmp_path: Path) -> None:
@@ -173,17 +174,17 @@ def test_editing_gitignore_changes_what_is_watched(make_watcher: Make, tree: Pat
     (tree / "gen" / "sub").mkdir(parents=True)
     w = make_watcher(tree)
     before = w.watcher.watch_count
+    if before is None:
+        pytest.skip("watch counts exist only on inotify, which this machine lacks")
     write_file(tree / ".gitignore", "gen/\n")
     w.wait_for(".gitignore")
-    if before is not None:
-        wait_until(lambda: w.watcher.watch_count == before - 2, message="gen/ to be unwatched")
+    wait_until(lambda: w.watcher.watch_count == before - 2, message="gen/ to be unwatched")
     write_file(tree / "gen" / "sub" / "x.md", "ignored now")
     write_file(tree / "marker.md", "m")
     w.wait_for("marker.md")
     settle(lambda: "gen/sub/x.md" not in w.files())
     write_file(tree / ".gitignore", "# nothing ignored\n")
-    if before is not None:
-        wait_until(lambda: w.watcher.watch_count == before, message="gen/ to be watched again")
+    wait_until(lambda: w.watcher.watch_count == before, message="gen/ to be watched again")
     write_file(tree / "gen" / "sub" / "y.md", "seen again")
     w.wait_for("gen/sub/y.md")
 
