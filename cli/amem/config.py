@@ -21,7 +21,7 @@ from .paths import (
     pure_path,
     xdg_home,
 )
-from .trust import Fence, is_trusted, vault_refusal
+from .trust import MAX_CONFIG_BYTES, Fence, is_trusted, project_file, vault_refusal
 
 if TYPE_CHECKING:
     from datetime import tzinfo  # loaded by the commands that tell times (a sync, a read need not)
@@ -192,10 +192,6 @@ def parse_timezone(value: str, key: str, source: str) -> "tzinfo":
 
 
 # --- reading and validating -------------------------------------------------------------------------
-
-
-#: The largest config file amem reads: a real one is a few hundred bytes.
-MAX_CONFIG_BYTES = 1 << 20
 
 
 def _read_bytes(path: str) -> bytes:
@@ -654,21 +650,21 @@ def load_config(
     project_root = find_project_root(here, warnings)
     values: dict[str, object] = {}
     files = _config_files(config_file, env, here, project_root, warnings)
-    project_file = None if _names_a_file(config_file, env) else join_path(project_root, ".amem/config.yaml")
-    fence = _apply_files(values, files, project_file, project_root, warnings)
+    ours = None if _names_a_file(config_file, env) else project_file(project_root)
+    fence = _apply_files(values, files, ours, project_root, warnings)
     _apply_env(values, env, warnings, here)
     _apply_flags(values, flags or {}, _FlagValidator("the command line", warnings, here))
 
     configured = values.pop("vaultRoot", None)
     vault_root = _vault_root_of(vault, configured, here, project_root)
-    trusted_file = fence is None and project_file in files
+    trusted_file = fence is None and ours in files
     refusal = (
         None
         if trusted_file
         else _chosen_by_project(vault, configured, fence, env) and vault_refusal(vault_root, project_root)
     )
     if refusal:
-        raise ConfigError(refusal, key="vaultRoot", file=join_path(project_root, ".amem/config.yaml"))
+        raise ConfigError(refusal, key="vaultRoot", file=project_file(project_root))
 
     settings = {key.field: values.get(key.name, key.default) for key in KEYS if key.name != "vaultRoot"}
     watch = {key.field: settings.pop(key.field) for key in KEYS if key.name.startswith("watch.")}
@@ -686,14 +682,14 @@ def load_config(
 
 
 def _apply_files(
-    values: dict[str, object], files: tuple[str, ...], project_file: str | None, project_root: str, warnings: list[str]
+    values: dict[str, object], files: tuple[str, ...], ours: str | None, project_root: str, warnings: list[str]
 ) -> "Fence | None":
-    """Lay the config files over `values`, the project file (None when the user named the one file to read)
-    fenced in when the user does not trust it; that fence, or None."""
+    """Lay the config files over `values`, the project's own (`ours`; None when the user named the one file
+    to read) fenced in when the user does not trust it; that fence, or None."""
     fence = None
     for path in files:
         data = _read_bytes(path)
-        if path == project_file and not is_trusted(project_file, data):
+        if path == ours and not is_trusted(ours, data):
             fence = Fence(project_root, path, warnings)
         _apply_file(values, _parse_yaml(path, data), _Validator(path, warnings, os.path.dirname(path), fence))
     return fence
@@ -735,7 +731,7 @@ def _config_files(
     named = config_file if config_file is not None else _env_text(env, "AMEM_CONFIG")
     if named is None:
         user = join_path(xdg_home("XDG_CONFIG_HOME", ".config"), "amem/config.yaml")
-        project = join_path(project_root, ".amem/config.yaml")
+        project = project_file(project_root)
         if is_file(project) and not is_within(project, project_root):
             warnings.append(f"ignored {project}: it is a symlink that leads outside the project")
             return tuple(p for p in (user,) if is_file(p))

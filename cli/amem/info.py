@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .config import Config, vault_problem
-from .notes.ids import is_inside
+from .paths import is_inside, is_within
 
 if TYPE_CHECKING:
     from .results import InfoResult, Mismatch, ProjectTrust
@@ -101,7 +101,7 @@ def build_info(config: Config, expected: Expectations, *, package_root: Path | N
     if expected.module_root is not None:
         given = expected.module_root
         lexical = is_inside(os.path.normpath(str(root)), os.path.normpath(os.path.join(cwd, given)))
-        real = is_inside(os.path.realpath(root), os.path.realpath(os.path.join(cwd, given)))
+        real = is_within(str(root), os.path.join(cwd, given))
         # Both must hold: a lexical match through a symlink that leads elsewhere, or a realpath match
         # reached by another route, does not prove which installation is running.
         if not (lexical and real):

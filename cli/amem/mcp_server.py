@@ -141,9 +141,7 @@ def _declared(op: str, name: str, returns: Any, doc: str) -> ToolFunction:
         values = {p.name: given.get(p.mcp or "") for p in offered}
         words = {p.name: (values[p.name],) for p in offered if p.kind == "words" and values[p.name] is not None}
         args, _ = request(op, {**values, **words})
-        result, after = run(config, op, args, _reporter())
-        if after is not None:
-            after()
+        result, _ = run(config, op, args, _reporter())
         return result
 
     run_operation.__name__ = run_operation.__qualname__ = name

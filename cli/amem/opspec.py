@@ -219,6 +219,14 @@ def request(op: str, given: dict[str, object]) -> tuple[dict[str, object], dict[
     return args, flags
 
 
+def missing(op: str, args: dict[str, object]) -> str | None:
+    """What a request lacks that its command refuses without (a search with neither words nor a title to
+    match), as the usage error says it; None when nothing."""
+    if op == "search" and args["query"] is None and args["exactTitle"] is None:
+        return "search needs a QUERY or --exact-title TITLE"
+    return None
+
+
 def read_line(op: str, tokens: list[str]) -> dict[str, object] | None:
     """The command line's values (by `Param.name`) as Click would parse them, when the line is plain: the
     declared long options, each once (a `texts` one as often as wanted), as `--name value` or `--name=value`,

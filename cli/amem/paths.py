@@ -93,11 +93,15 @@ def owned_by_us(path: str) -> bool:
     return owner in (getuid(), 0)
 
 
+def is_inside(path: str, root: str) -> bool:
+    """Whether `path` is `root` or lies below it, both as written."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def is_within(path: str, root: str) -> bool:
     """Whether `path` is `root` or lies below it, both taken by their real paths (symlinks followed; the
     missing end of a path taken as written)."""
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real == top or real.startswith(top.rstrip("/") + "/")
+    return is_inside(os.path.realpath(path), os.path.realpath(root))
 
 
 def find_project_root(cwd: str, warnings: list[str] | None = None) -> str:

@@ -29,13 +29,13 @@ def answer(argv: list[str]) -> int | None:
     from .config import load_config, vault_problem
     from .errors import AmemError
     from .keeperproto import ask as keeper_ask
-    from .opspec import request
+    from .opspec import missing, request
 
     if keeper_ask.no_keeper():
         return None
     args, flags = request(op, given)
-    if op == "search" and args["query"] is None and args["exactTitle"] is None:
-        return None
+    if missing(op, args) is not None:
+        return None  # the command says what is missing
     try:
         config = load_config(vault=vault, flags=flags)
     except AmemError:

@@ -78,8 +78,9 @@ def digest_of(data: bytes | None) -> str:
     return ABSENT if data is None else hashlib.sha256(data).hexdigest()
 
 
-#: The most bytes of a project file taken into its digest; the config loader refuses a larger file.
-_MOST = (1 << 20) + 1
+#: The largest config file amem reads (a real one is a few hundred bytes); a project file's digest takes
+#: one byte more, so that a larger file, which the config loader refuses, is never taken for a trusted one.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def read_project_file(path: str) -> bytes | None:
@@ -92,7 +93,7 @@ def read_project_file(path: str) -> bytes | None:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return handle.read(_MOST)
+        return handle.read(MAX_CONFIG_BYTES + 1)
 
 
 def _record(path: str) -> str:

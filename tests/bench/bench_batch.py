@@ -25,14 +25,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from benchlib import installed_amem, timed  # noqa: E402
 from make_vault import make_vault  # noqa: E402
-
-
-def timed_process(cmd: list[str], env: dict[str, str]) -> float:
-    """Wall seconds of one run."""
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
 
 
 def timed_batch(amem: str, lines: list[list[str]], env: dict[str, str]) -> float:
@@ -55,9 +49,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
 
-    amem = str(Path(sys.executable).parent / "amem")
-    if not Path(amem).exists():
-        sys.exit(f"{amem} does not exist: pip install . first")
+    amem = installed_amem()
     work = Path(tempfile.mkdtemp(prefix="amem-bench-"))
     vault = work / "vault"
     ids = make_vault(vault, args.notes, seed=1)[:50]
@@ -80,7 +72,7 @@ def main() -> None:
         batches: list[float] = []
         for round_ in range(args.rounds):
             for line in lines_of(round_, "process")[:per_round]:
-                processes.append(timed_process([amem, *line], env))
+                processes.append(timed([amem, *line], env))
             batches.append(timed_batch(amem, lines_of(round_, "batch"), env))
         sides[name] = (processes, batches)
 

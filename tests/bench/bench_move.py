@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from benchlib import installed_amem  # noqa: E402
 from make_vault import make_vault  # noqa: E402
 
 
@@ -41,9 +42,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=11)
     args = parser.parse_args()
 
-    amem = str(Path(sys.executable).parent / "amem")
-    if not Path(amem).exists():
-        sys.exit(f"{amem} does not exist: pip install . first")
+    amem = installed_amem()
     work = Path(tempfile.mkdtemp(prefix="amem-bench-move-"))
     try:
         vault = work / "vault"

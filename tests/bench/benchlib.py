@@ -10,6 +10,15 @@ from collections.abc import Collection
 from pathlib import Path
 
 
+def installed_amem() -> str:
+    """The console script beside this interpreter, as `pip install .` leaves it; the benchmark stops when
+    there is none."""
+    amem = Path(sys.executable).parent / "amem"
+    if not amem.exists():
+        raise SystemExit(f"{amem} does not exist: pip install . first")
+    return str(amem)
+
+
 def timed(command: list[str], env: dict[str, str], ok: Collection[int] = (0,)) -> float:
     """Wall seconds of one run of `command`; an exit code outside `ok` stops the benchmark."""
     start = time.perf_counter()

@@ -94,21 +94,19 @@ def keeper_answered(app: AppContext, config: Config, op: str, args: dict[str, An
 def answer_request(app: AppContext, op: str, given: dict[str, Any]) -> None:
     """Run a command a keeper may answer (`opspec.OPS`): its request from the parsed command line, a live
     keeper's answer if one gives it, else the operation run here by the code the keeper runs."""
-    from ..opspec import request
+    from ..opspec import missing, request
 
     args, flags = request(op, given)
-    if op == "search" and args["query"] is None and args["exactTitle"] is None:
+    if (lacking := missing(op, args)) is not None:
         from ..errors import UsageError
 
-        raise UsageError("search needs a QUERY or --exact-title TITLE")
+        raise UsageError(lacking)
     config = app.configure(flags)
     if keeper_answered(app, config, op, args):
         return
     from ..ops.answers import run
 
-    result, after = run(config, op, args, app.reporter, long_lived=False)
-    if after is not None:
-        after()  # a read's record of what it saw, made before its result is printed
+    result, _ = run(config, op, args, app.reporter, long_lived=False)
     emit(result)
 
 

@@ -30,10 +30,8 @@ def command(revoke: bool) -> None:
     lead elsewhere through a symlink). `amem info` shows what is ignored (trust.ignored). Prints {file,
     exists, sha256, trusted}.
     """
-    import hashlib
-
     from ..paths import find_project_root
-    from ..trust import project_file, read_project_file, trust
+    from ..trust import digest_of, project_file, read_project_file, trust
     from ..trust import revoke as forget
 
     path = project_file(find_project_root(os.path.abspath(os.getcwd())))
@@ -42,5 +40,5 @@ def command(revoke: bool) -> None:
         forget(path)
     else:
         trust(path, data)
-    digest = hashlib.sha256(data).hexdigest() if data is not None else None
+    digest = digest_of(data) if data is not None else None
     emit({"file": path, "exists": data is not None, "sha256": digest, "trusted": not revoke})

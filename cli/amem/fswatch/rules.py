@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..notes.ids import is_inside
+from ..paths import is_inside
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from ..errors import InvalidId
 from ..output import quote
+from ..paths import is_inside, is_within
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -145,10 +146,6 @@ def normalise_prefix(raw: str) -> str:
     return prefix.lstrip("/")
 
 
-def is_inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def may_read(path: str, real_root: str) -> bool:
     """Whether amem may read the file at `path`: true only when its real path (every symlink resolved)
     lies inside the vault whose real path is `real_root` (`os.path.realpath` of the vault root).
@@ -230,7 +227,7 @@ def resolve_note(config: Config, raw_id: str) -> NoteRef:
         raise InvalidId(f"invalid note id {quote(raw_id)}: it leaves the vault")
     # realpath resolves every existing component, the note itself included when it is a (even broken)
     # symlink, so this checks the nearest existing ancestor and any link target against the real vault.
-    if not is_inside(os.path.realpath(path), os.path.realpath(root)):
+    if not is_within(path, root):
         raise InvalidId(f"invalid note id {quote(note_id)}: it resolves through a symlink to outside the vault")
     _refuse_special(path, note_id)
     return NoteRef(note_id, path)

@@ -160,23 +160,23 @@ def _search(config: Config, args: dict[str, Any], reporter: Reporter, long_lived
 def _read(config: Config, args: dict[str, Any], reporter: Reporter, answering: bool) -> tuple[Any, After]:
     from .read import read_note
 
-    depth, budget = args["depth"], args["maxChars"]
-    if not answering:  # the read records what it saw in the index it has open
-        return read_note(config, args["id"], depth, max_chars=budget, reporter=reporter), None
-    result = read_note(config, args["id"], depth, max_chars=budget, reporter=reporter, mark_seen=False)
-    return result, _seen(config, result["id"], result["version"])
+    # The read records what it saw in the index it read, unless the command must have the answer first.
+    result = read_note(
+        config, args["id"], args["depth"], max_chars=args["maxChars"], reporter=reporter, mark_seen=not answering
+    )
+    return result, _seen(config, result["id"], result["version"]) if answering else None
 
 
 def _seen(config: Config, note_id: str, version: str) -> Callable[[], None]:
     """Record `version` as what amem last saw of `note_id`, as the command's own read would have."""
 
     def record() -> None:
-        from ..index.index import VaultIndex
+        from ..index import kept
 
-        index = VaultIndex(config)
+        index = kept.take_index(config)
         try:
             index.mark_seen(note_id, version)
         finally:
-            index.close()
+            kept.give_back(index)
 
     return record

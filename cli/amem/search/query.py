@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..index.kept import give_back, take_index
-from ..notes.ids import is_inside, may_read, open_regular
+from ..notes.ids import may_read, open_regular
 from ..notes.simple_yaml import split_frontmatter
 from ..notes.tokenize import Query, fold, title_key
+from ..paths import is_inside
 from ..report import Reporter
 from .rank import Filter, Ranker
 

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..atomicfile import atomic_replace, is_temporary, parse_temporary, process_alive
 from ..digest import sha1_hex
 from ..errors import AmemError, Conflict, InternalError, InvalidId, IoError, NotFound, UsageError
-from ..notes.ids import NotARegularFile, NoteRef, is_inside, open_regular
+from ..notes.ids import NotARegularFile, NoteRef, open_regular
 from ..notes.parse import ParsedNote, dump_frontmatter, parse_note, version_of
 from ..notes.simple_yaml import split_frontmatter
 from ..output import quote
+from ..paths import is_inside
 from ..timefmt import normalise
 
 if TYPE_CHECKING:

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import UsageError, WatchError
 from ..fswatch.rules import IgnoreRules, WatchedRoot
-from ..notes.ids import is_inside
-from ..paths import cache_home, state_home
+from ..paths import cache_home, is_inside, state_home
 from .debounce import Debouncer
 from .observation import SessionIds, git_toplevel, observe_path, project_name
 
