@@ -8,43 +8,18 @@ A note's score is, in this order:
 2. A phrase bonus when the query (two words or more; or its meaningful words alone) occurs as a phrase,
    its last word as a prefix: ΣIDF of its words, IDF = ln(1 + (N − df + 0.5)/(df + 0.5)), × 1.05 when the
    id or the title holds it, × 1 when (only) a heading does, × 0.5 when only the body does.
-
-Headings weigh ×4 because a heading names what its section is about: on real documentation, queries
-that are a section's heading find its page first far more often (MRR@10 0.82 → 0.86 in English). The id
-and title weigh ×5 rather than ×3 so that a page's own title outranks a page with a heading of the same
-words (English title queries 0.966 → 0.975 MRR@10, headings within 0.001). The phrase bonus's id and
-title tier (PHRASE_TIERS) is a little larger than the headings' for the same reason, when a page says its
-heading's words more often than the titled page does: on the Vue docs, English titles 0.926 → 0.941 and
-Chinese titles 0.945 → 0.956, Chinese headings unchanged, English headings 0.853 → 0.850. Larger tiers
-win more English titles (0.953 from × 1.5) but cost Chinese headings (0.875); see docs/decisions/0005-ranking-tiers.md.
 3. The exact-title tier: a note whose whole title is the query (folded as --exact-title folds it, a
    trailing `{#anchor}` aside), for a query of one word too, gains EXACT_TITLE × ΣIDF (the IDF of 2).
-
-A page's own title outranks a page that only has a heading of the same words but says them more often
-("Template Refs" against "Typing Template Refs", `Transition` against `TransitionGroup`): on the Vue docs,
-English titles 0.941 → 1.000 MRR@10 and Chinese 0.956 → 1.000 from a share of 0.5 (0.25 gives 0.987 and
-0.990), headings 0.0015 lower (queries that are a heading of one page and the title of another),
-paraphrases and held-out questions unchanged. The title sets are page titles, so this tier wins them by
-construction. The title, not the id's base name: a note without a title is titled by its file name
-already, and counting base names as titles too changed no title query and cost headings a little more.
    The exact-heading tier: a note with a heading that is the whole query (folded the same way, its
    `{#anchor}` aside; any level, the note's own `# ` title line too), one word too, gains EXACT_HEADING ×
    ΣIDF, a smaller share than the title's, so that a page titled as the query still outranks a page with
    a heading of those words (and a titled page whose first line is that heading gains both).
-
-A page whose section is named by the query outranks pages that say its words more often: on the Vue docs,
-queries that are a `## ` heading, English 0.849 → 0.938 MRR@10 and Chinese 0.876 → 0.947 at a share of
-0.25 (0.900 / 0.906 at 0.05, 0.959 / 0.959 at 0.5), titles still 1.000, paraphrases and held-out questions
-unchanged at every share. The headings sets are the pages' own headings, so this tier wins them by
-construction; 0.25 keeps the title's share twice the heading's. See docs/decisions/0005-ranking-tiers.md.
 4. A graph boost: among the best BOOSTED notes by 1 + 2 + 3, a note linked from other matching notes gains
    GRAPH_BOOST × the best score (1 + 2 + 3) among them, and they are re-ranked so; the notes below keep
    their order. It adds no note that does not match, and it re-ranks the same notes whatever the limit:
-   `--limit 1` gives the first hit of `--limit 20`. (Boosting every match instead would make the top k
-   cost a walk of every match's links on a vault of near-equal scores: a note far down, linked from any
-   note above, could pass the limit-th.)
+   `--limit 1` gives the first hit of `--limit 20`.
 
-Ties go to the smaller id.
+Ties go to the smaller id. Why these weights and shares: docs/decisions/0005-ranking-tiers.md.
 """
 
 from __future__ import annotations
@@ -77,12 +52,6 @@ EXACT_TITLE = 0.5
 EXACT_HEADING = 0.25
 #: A title's `{#anchor}` at its end, as `title_key` folds it.
 _ANCHOR_KEY = re.compile(r" \{#[^}]*\}")
-#: FTS5's BM25 parameters.
-K1 = 1.2
-B = 0.75
-#: The most of the boost's linking notes scored here rather than by FTS5 (see Ranker.bm25_of): each costs
-#: reading its terms, where FTS5's pass costs walking every match (and, on a vault of long notes, more).
-OUTSIDE = 200
 #: The UTF-8 bytes the `ascii` tokenizer reads as the terms are stored (space-separated, folded): a
 #: space, a lowercase letter, a digit, and every byte of a character beyond ASCII (a term character).
 _TERM_BYTES = b" abcdefghijklmnopqrstuvwxyz0123456789" + bytes(range(0x80, 0x100))
@@ -121,8 +90,7 @@ class Ranker:
     rank among the best, every match not scored yet is scored once, in SQLite, into a temporary table of
     this connection (where the boost's linking notes and `total` are looked up); a query of one word ranks
     them by one sorted pass instead. The boost's linking notes outside the best are scored, only those that
-    could be a hit's best linking note, from the index's statistics and their stored terms (`bm25_of`: the
-    same doubles, without FTS5's walk of every match again). `total` is otherwise a count. A word that is a
+    could be a hit's best linking note, by one more FTS5 pass over them. `total` is otherwise a count. A word that is a
     prefix of one stored term only is matched as that term (the same notes, the same BM25): FTS5 then reads
     that term's postings, not a prefix's merged ones."""
 
@@ -363,9 +331,8 @@ class Ranker:
     def _statistics(self) -> _Bounds:
         """ΣIDF of the query's words for the phrase bonus, each word's df the notes holding its terms (a
         prefix: its terms' df summed, at most N; a phrase of CJK pairs: its rarest pair); and, for the
-        bound on BM25, a number of notes each word's FTS5 phrase matches at least (0 when unknown); for
-        `bm25_of`, each word's term and hits when known exactly. A word that is a prefix of one stored term
-        only becomes that term in the query's expression."""
+        bound on BM25, a number of notes each word's FTS5 phrase matches at least (0 when unknown). A word
+        that is a prefix of one stored term only becomes that term in the query's expression."""
         conn = self.conn
         # All notes less the few unreadable ones: counted in a narrow index and the problems' partial
         # index, not by reading every row of the wide notes table.
@@ -374,12 +341,11 @@ class Ranker:
         ).fetchone()
         total = 0.0
         least: list[int] = []
-        hits: list[tuple[str, int, bool] | None] = []
         phrases: list[str] = []
         for word in self.query.words:
             dfs = []
             largest = 0
-            phrase, found = word.expression(), None
+            phrase = word.expression()
             for i, term in enumerate(word.terms):
                 if word.prefix and i == len(word.terms) - 1:
                     row = conn.execute(
@@ -387,24 +353,20 @@ class Ranker:
                         (term, _prefix_end(term)),
                     ).fetchone()
                     if len(word.terms) == 1 and row[2] == 1 and '"' not in row[3]:  # a prefix of one term
-                        found, phrase = (row[3], row[0], True), f'"{row[3]}"'
-                    elif len(word.terms) == 1 and row[2] == 0:
-                        found = (term, 0, True)
+                        phrase = f'"{row[3]}"'
                 else:
                     held = _notes_holding(conn, term)
                     row = (held, held)
-                    found = (term, held, False) if len(word.terms) == 1 else None
                 dfs.append(min(n, row[0] or 0) if row else 0)
                 largest = (row[1] or 0) if row else 0
             df = min(dfs) if dfs else 0
             total += math.log(1 + (n - df + 0.5) / (df + 0.5))
             least.append(largest if len(word.terms) == 1 else 0)
-            hits.append(found)
             phrases.append(phrase)
         # The same notes and BM25 as the query's own expression: FTS5 then reads the term's postings alone,
         # not a prefix's merged from the index.
         self.expression = " OR ".join(phrases) if phrases else self.expression
-        return _Bounds(total, notes, least, hits)
+        return _Bounds(total, notes, least)
 
     def _bm25_bound(self) -> float:
         """A score above any note's BM25 for this query (see _Bounds)."""
@@ -450,8 +412,8 @@ class Ranker:
         return unknown
 
     def _score_sources(self, sources: list[int]) -> None:
-        """The base scores of these notes (those that match): BM25 (`bm25_of`; for many, FTS5's pass),
-        plus the bonus of the phrase tier, not scored yet, each holds."""
+        """The base scores of these notes (those that match): BM25 (FTS5's pass over them), plus the bonus
+        of the phrase tier, not scored yet, each holds."""
         if not sources:
             return
         if self._stored is not None:
@@ -464,57 +426,8 @@ class Ranker:
                 continue
             for doc in self._holding(tier.fields, [s for s in sources if s not in bonus]):
                 bonus[doc] = tier.bonus
-        # Scored here once the statistics are read (a query of several words); a word's own costs a walk.
-        scores = self.bm25_of(sources) if self._bounds is not None and len(sources) <= OUTSIDE else None
-        for doc, score in (self._fts5_bm25(sources) if scores is None else scores).items():
+        for doc, score in self._fts5_bm25(sources).items():
             self._scored[doc] = score + bonus[doc] if doc in bonus else score
-
-    def bm25_of(self, docs: Collection[int]) -> dict[int, float] | None:
-        """FTS5's BM25 of those of these notes that match (the filter applied), to the last bit, computed
-        here as FTS5 computes it (see _Bounds) from the index's statistics (the notes and their terms
-        counted, each note's size) and the notes' stored terms, without a pass over every match: each
-        `bm25()` statement walks the matches and each phrase's postings for its IDF again. None unless
-        each word of the query is a prefix of one stored term at most: then its hits are that term's
-        (a prefix of several terms matches the notes holding any of them: not known) and its instances
-        in a note are the places a stored term starts so. A note holding what the `ascii` tokenizer would
-        read otherwise than its spaces say is scored by FTS5."""
-        if not docs or self.expression is None:
-            return {}
-        bounds = self._bounds = self._bounds or self._statistics()
-        totals = _totals(self.conn)
-        known = [found for found in bounds.hits if found is not None and found[2]]
-        if totals is None or len(known) < len(bounds.hits):
-            return None
-        rows, tokens = totals
-        avgdl = tokens / rows
-        idfs = []
-        for _, hits, _ in known:
-            idf = math.log((rows - hits + 0.5) / (hits + 0.5))
-            idfs.append(idf if idf > 0.0 else 1e-6)
-        terms = [f" {term}" for term, _, _ in known]
-        weights = (HEAD_WEIGHT, HEADINGS_WEIGHT, LINKS_WEIGHT, BODY_WEIGHT)
-        clause, params = self.filter.clause("c.id")
-        sql = (
-            "SELECT c.id, c.c0, c.c1, c.c2, c.c3, d.sz FROM search_fts_content c JOIN search_fts_docsize d"
-            f" ON d.id = c.id WHERE c.id IN (SELECT value FROM json_each(?)){clause}"
-        )
-        scores: dict[int, float] = {}
-        others: list[int] = []
-        for doc, *columns, size in self.conn.execute(sql, [json.dumps(sorted(docs)), *params]):
-            texts = [" " + text if text else "" for text in columns]
-            if any(text.encode("utf-8", "replace").translate(None, _TERM_BYTES) for text in texts):
-                others.append(doc)
-                continue
-            freqs = _frequencies(texts, terms, weights)
-            if not any(freqs):
-                continue  # no term of the query: no match
-            length = float(sum(_varints(size)))
-            score = 0.0
-            for idf, freq in zip(idfs, freqs, strict=True):
-                score += idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1 - B + B * length / avgdl)))
-            scores[doc] = score
-        scores.update(self._fts5_bm25(others))
-        return scores
 
     def _fts5_bm25(self, docs: Collection[int]) -> dict[int, float]:
         """The BM25 of those of these notes that match (the filter applied), by FTS5: one pass."""
@@ -545,20 +458,6 @@ def _notes_holding(conn: sqlite3.Connection, term: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _frequencies(texts: list[str], starts: list[str], weights: Sequence[float]) -> list[float]:
-    """Each term's weighted count in these fields (their terms stored space-separated, a space before the
-    first), as FTS5's BM25 adds them up: the field's weight once per instance. No other term begins with
-    any of these, so a term's instances are its starts (a space, the term)."""
-    freqs = []
-    for start in starts:
-        freq = 0.0
-        for text, weight in zip(texts, weights, strict=True):
-            for _ in range(text.count(start)):
-                freq += weight
-        freqs.append(freq)
-    return freqs
-
-
 class _Tier:
     """A tier of the bonus: the fields, the bonus its notes gain, and the notes it holds (a phrase tier's
     looked up when it is reached; the exact-title tier's known from the start, its fields none)."""
@@ -577,47 +476,14 @@ class _Bounds:
     b = 0.75 and IDF = ln((N − hits + 0.5)/(hits + 0.5)), at least 10⁻⁶: each term is below IDF × 2.2,
     and IDF grows with N and falls with hits, so N and the least hits bound it from above."""
 
-    def __init__(self, bonus: float, notes: int, least: list[int], hits: list[tuple[str, int, bool] | None]) -> None:
+    def __init__(self, bonus: float, notes: int, least: list[int]) -> None:
         self.bonus = bonus
         self.notes = notes
         self.least = least
-        #: per FTS5 phrase of the query (a word), when it is one term (a prefix of one term: that term), the
-        #: term, the number of notes holding it (FTS5's hits for its IDF) and whether no other term is known
-        #: to begin with it (a prefix's)
-        self.hits = hits
 
     def bm25(self) -> float:
         idfs = (max(1e-6, math.log((self.notes - hits + 0.5) / (hits + 0.5))) for hits in self.least)
         return 2.2 * sum(idfs)
-
-
-def _totals(conn: sqlite3.Connection) -> tuple[int, int] | None:
-    """FTS5's number of rows and of tokens in all of them, as its BM25 reads them (the first varint of
-    its averages record, and the sum of the others); None when there is none."""
-    row = conn.execute("SELECT block FROM search_fts_data WHERE id = 1").fetchone()
-    if row is None or not row[0]:
-        return None
-    counts = list(_varints(row[0]))
-    return (counts[0], sum(counts[1:])) if counts[0] > 0 else None
-
-
-def _varints(blob: bytes) -> list[int]:
-    """The SQLite varints of a blob of FTS5's (big-endian, seven bits a byte, the ninth byte eight)."""
-    values: list[int] = []
-    i = 0
-    while i < len(blob):
-        value = 0
-        for j in range(9):
-            byte = blob[i]
-            i += 1
-            if j == 8:
-                value = (value << 8) | byte
-                break
-            value = (value << 7) | (byte & 0x7F)
-            if byte < 0x80:
-                break
-        values.append(value)
-    return values
 
 
 def _ordered(scores: dict[int, float], ids: dict[int, str]) -> list[tuple[int, float]]:
