@@ -14,6 +14,10 @@ sets live in tests/bench/queries/ as JSON lines `{"query": …, "relevant": [not
 - `heldout`: 30 more hand-written questions per language, written before the per-query fusion was tuned and
   never tuned on: the fair test of a ranking chosen on the sets above.
 
+A third corpus ships in the repository, `tests/bench/corpora/hatch-docs` (Hatch's docs/, MIT; source in its
+SOURCE.txt): `--corpora tests/bench/corpora --corpus hatch-docs`. Its `heldout` set (30 questions, one page
+each) was written before any ranking was run on it; tests/bench/queries/README.md says how.
+
 `--write-queries` derives the headings and titles sets from the corpus again (the paraphrases are written
 by hand and never regenerated). Each ranker is a function query → note ids, best first; the table gives
 MRR@10, recall@1 and recall@5 per corpus, set and ranker, and `--json` prints the same numbers as JSON.
@@ -56,7 +60,8 @@ Ranker = Callable[[str], list[str]]
 #: A ranker factory is handed the vault's folder and a scratch folder of its own.
 Factory = Callable[[Path, Path], Ranker]
 
-_ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")
+#: A heading's trailing anchor: `{#id}`, or the attribute-list form `## {: #id }` that some sites write.
+_ANCHOR = re.compile(r"\s*(#+\s*)?\{:?\s*#[^}]*\}\s*$")
 _TAG = re.compile(r"<[^>]+>")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD = re.compile(r"\w+")
