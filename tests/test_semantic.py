@@ -297,7 +297,7 @@ def test_a_broken_model_answers_from_keywords_with_an_error_and_a_warning(vault:
     result = json.loads(done.stdout)
     assert (result["fused"], result["semantic"]) == (False, "error")
     assert result["hits"] == plain["hits"] and result["total"] == plain["total"]
-    assert "amem: warning: the semantic model cannot be loaded" in done.stderr
+    assert "amem: warning: the model file weights/l2_supercat_256.safetensors cannot be read" in done.stderr
     assert "Traceback" not in done.stderr and str(shadow) not in done.stderr
 
 

@@ -6,6 +6,7 @@ and nothing touches the network."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -93,8 +94,16 @@ def test_a_search_never_embeds_the_vault_and_says_how_much_is_covered(minilm_vau
 
 
 #: The names amem stored minilm's vectors under: while it cut texts to 256 tokens, while it multiplied the
-#: weights as floats, and while onnxruntime fused each residual addition into the layer normalisation.
-FORMER_NAMES = ("all-MiniLM-L6-v2-int8", "all-MiniLM-L6-v2-int8-128", "all-MiniLM-L6-v2-int8-integer-128")
+#: weights as floats with onnxruntime's fusions, and while it multiplied them as integers (with the fusions,
+#: then without).
+FORMER_NAMES = (
+    "all-MiniLM-L6-v2-int8",
+    "all-MiniLM-L6-v2-int8-128",
+    "all-MiniLM-L6-v2-int8-integer-128",
+    "all-MiniLM-L6-v2-int8-integer-128-unfused-skiplayernorm",
+)
+#: The SHA-256 of the pinned file as amem rewrote it to integer products: a former folder name holds it.
+FORMER_INTEGER_SHA256 = "c536e8261fc875651d788ac11002bb67f1bc1199f0e6faf7c2d81861bf20cb94"
 
 
 def test_minilm_reads_a_text_up_to_its_128th_token() -> None:
@@ -134,6 +143,14 @@ def test_vectors_of_a_former_minilm_are_embedded_again(minilm_vault: Path, forme
     assert rows(minilm_vault) == fresh
 
 
+def _copy_minilm(folder: Path) -> Path:
+    """A model folder of the user's holding minilm's two files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(_pinned_file(), folder / "model.onnx")
+    shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", folder / "tokenizer.json")
+    return folder
+
+
 def _pinned_file() -> str:
     import importlib.util
 
@@ -142,54 +159,39 @@ def _pinned_file() -> str:
     return str(Path(list(spec.submodule_search_locations)[0]) / models.MINILM_ONNX)
 
 
-def test_minilm_multiplies_its_int8_weights_as_integers() -> None:
-    import numpy as np
-
-    embedder = models.minilm()
-    tokenizer = str(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json")
-    folded = models.Transformer("folded", tokenizer, models.OnnxBackend(_pinned_file()), "mean", {}, max_tokens=128)
-    texts = [*NOTES.values(), "how long do credentials stay valid", "the keeper refreshes the vault " * 30]
-    integer, floats = embedder.embed(texts), folded.embed(texts)
-    similarity = (integer * floats).sum(axis=1)
-    assert similarity.min() > 0.98  # the same model, within the activations' quantisation
-    assert not np.array_equal(integer, floats)  # but integer products: other vectors, under another name
-    assert embedder.name not in FORMER_NAMES
+def _tokenizer() -> str:
+    return (Path(models.__file__).parent.parent / "data/minilm/tokenizer.json").read_text(encoding="utf-8")
 
 
-class _EveryFusion:
-    """minilm's rewritten model on onnxruntime with every graph fusion it makes (its default)."""
+class _AsPublished:
+    """The pinned file on onnxruntime as its documentation runs a model: a session with default options."""
 
     def __init__(self) -> None:
         import onnxruntime as ort
 
-        model = models._integer(Path(_pinned_file()).read_bytes())
-        assert model is not None
-        self.session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(_pinned_file(), providers=["CPUExecutionProvider"])
 
     def hidden(self, ids: Any, types: Any) -> Any:
         import numpy as np
 
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": types}
-        names = {item.name for item in self.session.get_inputs()}
-        return self.session.run(None, {key: value for key, value in feeds.items() if key in names})[0]
+        return self.session.run(None, feeds)[0]
 
 
-def test_minilm_adds_each_residual_before_its_layer_normalisation() -> None:
-    import numpy as np
-
+def test_minilm_computes_what_the_file_computes_on_onnxruntime() -> None:
+    """The file's own graph, as onnxruntime loads it (its int8 weights folded to floats), with only the
+    order of some sums changed (no SkipLayerNormalization fusion): no rewrite of the model."""
     embedder = models.minilm()
-    tokenizer = str(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json")
-    fused = models.Transformer("fused", tokenizer, _EveryFusion(), "mean", {}, max_tokens=128)
+    published = models.Transformer("published", _tokenizer(), _AsPublished(), "mean", {}, max_tokens=128)
     texts = [*NOTES.values(), "how long do credentials stay valid", "the keeper refreshes the vault " * 30]
-    unfused, every = embedder.embed(texts), fused.embed(texts)
-    assert (unfused * every).sum(axis=1).min() > 0.99  # the same sums, in another order
-    assert not np.array_equal(unfused, every)  # so other vectors, under another name
+    ours, theirs = embedder.embed(texts), published.embed(texts)
+    assert (ours * theirs).sum(axis=1).min() > 0.99999
     assert embedder.name not in FORMER_NAMES
 
 
-def test_a_rewritten_model_other_than_the_one_amem_was_built_for_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(models, "MINILM_INTEGER_SHA256", "0" * 64)
-    with pytest.raises(models.SemanticError, match=r"model\.onnx \(with integer products\) is not the one"):
+def test_a_model_file_other_than_the_one_amem_was_built_for_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(models, "MINILM_ONNX_SHA256", "0" * 64)
+    with pytest.raises(models.SemanticError, match=r"model file model\.onnx is not the one amem was built for"):
         models.minilm()
 
 
@@ -262,9 +264,7 @@ def test_a_corrupt_model_file_is_a_clear_semantic_error(minilm_vault: Path, tmp_
 
 def test_a_model_folder_of_the_users_loads_and_a_changed_file_re_embeds(minilm_vault: Path, isolated_env: Path) -> None:
     mine = isolated_env.parent / "home/.config/amem/mine"
-    mine.mkdir(parents=True)
-    shutil.copy(_pinned_file(), mine / "model.onnx")
-    shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
+    _copy_minilm(mine)
     amem("index", env={"AMEM_SEMANTIC_MODEL": "minilm"})
     by_minilm = rows(minilm_vault)
     write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: mine}\n")
@@ -273,12 +273,13 @@ def test_a_model_folder_of_the_users_loads_and_a_changed_file_re_embeds(minilm_v
     # the same model in the user's layout: the same vectors, under the folder's own name
     assert {i: r[1:] for i, r in by_folder.items()} == {i: r[1:] for i, r in by_minilm.items()}
     assert {r[0] for r in by_folder.values()} != {r[0] for r in by_minilm.values()}
-    # nor the name the folder had while onnxruntime fused each residual addition into its normalisation
+    # nor a name the folder had while amem multiplied its int8 weights as integers
     files = {"model.onnx": models.sha256_of(str(mine / "model.onnx"))}
     files["tokenizer.json"] = models.sha256_of(str(mine / "tokenizer.json"))
-    files["model.onnx with integer products"] = models.MINILM_INTEGER_SHA256
-    former = "folder-" + __import__("hashlib").sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:32]
-    assert {r[0] for r in by_folder.values()} != {former}
+    files["model.onnx with integer products"] = FORMER_INTEGER_SHA256
+    for suffix in ("", models.UNFUSED_NAME):
+        identity = (json.dumps(files, sort_keys=True) + suffix).encode()
+        assert {r[0] for r in by_folder.values()} != {"folder-" + hashlib.sha256(identity).hexdigest()[:32]}
     tokenizer = json.loads((mine / "tokenizer.json").read_text(encoding="utf-8"))
     (mine / "tokenizer.json").write_text(json.dumps(tokenizer, indent=1), encoding="utf-8")  # same meaning
     assert json.loads(amem("index").stdout)["embedded"] == len(NOTES)  # other bytes: another model
@@ -463,9 +464,7 @@ def test_a_model_folder_declares_the_scripts_it_reads(minilm_vault: Path, isolat
 
     write_file(minilm_vault / "zh.md", "# 令牌\n\n访问令牌在十五分钟后过期，然后需要重新登录。\n")
     mine = isolated_env.parent / "home/.config/amem/multi"
-    mine.mkdir(parents=True)
-    shutil.copy(_pinned_file(), mine / "model.onnx")
-    shutil.copy(Path(models.__file__).parent.parent / "data/minilm/tokenizer.json", mine / "tokenizer.json")
+    _copy_minilm(mine)
     write_file(isolated_env.parent / "home/.config/amem/config.yaml", "semantic: {enabled: true, model: multi}\n")
     amem("index")
     query = "多久会过期？"  # a question: the kind of query minilm's weights let a model move
@@ -510,3 +509,45 @@ def tempfile_short() -> str:
     import tempfile
 
     return tempfile.mkdtemp(prefix="amc", dir="/tmp")
+
+
+def test_a_query_its_fusion_gives_no_weight_is_not_embedded(
+    vault: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model folder's fusion (Latin only) gives a query holding a title as a phrase, or written in
+    Chinese, no weight: the search answers as keywords rank it and never embeds the query (milliseconds of
+    the model's, for nothing); a question is embedded, once."""
+    from amem.report import CollectingReporter
+    from amem.search.query import search
+    from amem.semantic import embedding
+
+    write_file(vault / "auth.md", "# Token lifetime\n\nAccess tokens expire after fifteen minutes.\n")
+    write_file(vault / "deploy.md", "# Deploy\n\nThe staging server is rebuilt every night.\n")
+    write_file(vault / "zh.md", "# 令牌\n\n访问令牌在十五分钟后过期。\n")
+    mine = _copy_minilm(isolated_env.parent / "home/.config/amem/mine")
+    write_file(isolated_env.parent / "home/.config/amem/config.yaml", f"semantic: {{enabled: true, model: {mine}}}\n")
+    config = load_config()
+    index = VaultIndex(config)
+    try:
+        index.refresh()
+        assert embedding.index_now(index, CollectingReporter()) == 3
+    finally:
+        index.close()
+    embedded: list[str] = []
+    real = models.Transformer.embed
+
+    def spied(self: models.Transformer, texts: Any) -> Any:
+        embedded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(models.Transformer, "embed", spied)
+    for query, why in [("token lifetime", "phrase"), ("令牌过期", "script"), ("how long do tokens last?", "question")]:
+        embedded.clear()
+        fused = search(config, query, semantic=True, explain=True)
+        keyword = search(config, query, semantic=False)
+        assert (fused["fusion"]["why"], fused["semantic"]) == (why, "ok")
+        if why == "question":
+            assert fused["fusion"]["weight"] > 0 and embedded == [query]
+        else:
+            assert fused["fusion"]["weight"] == 0 and embedded == []
+            assert [hit["id"] for hit in fused["hits"]] == [hit["id"] for hit in keyword["hits"]]

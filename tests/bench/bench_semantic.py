@@ -16,15 +16,15 @@ For each vault size:
   `amem --version` in the same loops, medians and ratios; the answers compared for equality.
 Vaults are generated once under --work and reused; every run stops by itself.
 
-    python tests/bench/bench_semantic.py --costs DIR [DIR …] [--sample 60] [--runs 3] [--fp32 FOLDER]
+    python tests/bench/bench_semantic.py --costs DIR [DIR …] [--sample 60] [--runs 3] [--folder FOLDER]
 
 The models' cost table (docs/performance.md#search---semantic): for each model configuration, in a fresh
 process each, side by side and alternating, medians of --runs: load time, the chunks of --sample notes of
 each DIR (a genvault vault, a corpus) embedded (chunks/s, notes/s), query embedding ms, and the process's
 peak RSS. Configurations: static; minilm (int8, onnxruntime) with 1 and 2 threads; minilm with batches of
 8 padded texts (what batching would gain; amem embeds one text at a time, see amem.semantic.models); minilm
-with texts cut to 128 tokens instead of 256 (what a shorter truncation would save); and,
-with --fp32, a sentence-transformers folder (model.safetensors) run by amem's numpy encoder.
+with texts cut to 128 tokens instead of 256 (what a shorter truncation would save); and, with --folder, a
+model folder of the user's (model.onnx and tokenizer.json).
 """
 
 from __future__ import annotations
@@ -228,7 +228,7 @@ print(json.dumps({"load_s": load_s, "chunks": len(texts), "notes": notes, "embed
 """
 
 
-def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None, only: list[str] | None = None) -> None:
+def costs(folders: list[Path], sample: int, runs: int, folder: Path | None, only: list[str] | None = None) -> None:
     import json
 
     settings: dict[str, dict[str, object]] = {
@@ -238,13 +238,8 @@ def costs(folders: list[Path], sample: int, runs: int, fp32: Path | None, only: 
         "minilm, 2 threads, batches of 8": {"model": "minilm", "threads": 2, "batch": 8, "max_tokens": 256},
         "minilm, 2 threads, cut to 128 tokens": {"model": "minilm", "threads": 2, "max_tokens": 128},
     }
-    if fp32 is not None:
-        settings["fp32 numpy (model folder)"] = {"model": str(fp32)}
-        # OpenBLAS's own threads, which wait by spinning, against one: what they cost on a loaded machine
-        one_thread = {"OPENBLAS_NUM_THREADS": "1"}
-        settings["fp32 numpy (model folder), one BLAS thread"] = {"model": str(fp32), "env": one_thread}
-        two_threads = {"OPENBLAS_NUM_THREADS": "2"}
-        settings["fp32 numpy (model folder), two BLAS threads"] = {"model": str(fp32), "env": two_threads}
+    if folder is not None:
+        settings["model folder"] = {"model": str(folder)}
     if only:
         settings = {name: setting for name, setting in settings.items() if any(word in name for word in only)}
     got: dict[str, list[dict[str, float]]] = {name: [] for name in settings}
@@ -271,7 +266,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--costs", type=Path, nargs="+", help="the model cost table over these vaults")
     parser.add_argument("--sample", type=int, default=60, help="--costs: notes per vault")
-    parser.add_argument("--fp32", type=Path, help="--costs: a sentence-transformers folder with model.safetensors")
+    parser.add_argument("--folder", type=Path, help="--costs: a model folder (model.onnx, tokenizer.json)")
     parser.add_argument("--only", nargs="+", help="--costs: only the configurations whose name holds one of these")
     parser.add_argument("--notes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--runs", type=int, default=10)
@@ -281,7 +276,7 @@ def main() -> None:
     parser.add_argument("--keeper-only", action="store_true", help="only the figures with and without a keeper")
     args = parser.parse_args()
     if args.costs:
-        costs(args.costs, args.sample, args.runs, args.fp32, args.only)
+        costs(args.costs, args.sample, args.runs, args.folder, args.only)
         return
     if not Path(AMEM).exists():
         raise SystemExit(f"{AMEM} does not exist: pip install '.[semantic]' first")

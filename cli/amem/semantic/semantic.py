@@ -80,7 +80,7 @@ _MARKUP = (
 
 class Embedder(Protocol):
     """A loaded model: unit vectors for texts, and a name that changes whenever the vectors would.
-    `inline`: fast enough to embed a whole vault inside a search (the static models); the others'
+    `inline`: fast enough to embed a whole vault inside a search (the static model); the others'
     vectors are made in the background (see `amem.semantic.embedding`)."""
 
     name: str
@@ -110,7 +110,8 @@ class _WordLlama:
     from the installed package's files. wordllama's own loader looks for the tokenizer in another folder and
     then tries the network, imports more than it needs, and pads every batch to its longest text; reading
     the same two files gives the same vectors (the mean of the text's token vectors) with less time and
-    memory, and never a download."""
+    memory, and never a download. Both files' SHA-256 must equal `models.WORDLLAMA_FILES` before either is
+    loaded."""
 
     inline = True
     WEIGHTS = "weights/l2_supercat_256.safetensors"
@@ -124,17 +125,21 @@ class _WordLlama:
     CACHED_WORDS = 200_000
 
     def __init__(self) -> None:
-        import importlib.util
         import os
 
+        from safetensors.numpy import load
         from tokenizers import Tokenizer
 
-        spec = importlib.util.find_spec(EXTRA_PACKAGE)  # its folder, without running its __init__
-        if spec is None or not spec.submodule_search_locations:
-            raise SemanticUnavailable("semantic search needs the semantic extra: pip install 'amem[semantic]'")
-        folder = list(spec.submodule_search_locations)[0]
-        self.matrix = _read_matrix(os.path.join(folder, self.WEIGHTS), "embedding.weight")  # float16
-        self.tokenizer = Tokenizer.from_file(os.path.join(folder, self.TOKENIZER))
+        from .models import WORDLLAMA_FILES, package_folder, verified
+
+        folder = package_folder(EXTRA_PACKAGE, "semantic", "semantic search")
+        weights, tokenizer = (
+            verified(os.path.join(folder, *name.split("/")), name, WORDLLAMA_FILES[name])
+            for name in (self.WEIGHTS, self.TOKENIZER)
+        )
+        self.matrix: NDArray[np.float16] = load(weights)["embedding.weight"]
+        del weights
+        self.tokenizer = Tokenizer.from_str(tokenizer.decode("utf-8"))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
         self.words: dict[str, list[int]] = {}
@@ -197,61 +202,16 @@ class _WordLlama:
             at += length
 
 
-def _read_matrix(path: str, name: str) -> NDArray[np.float16]:
-    """Tensor `name` (float16, two dimensions) of a safetensors file. The format: an 8-byte little-endian
-    header length, a JSON header giving each tensor's dtype, shape and byte offsets after the header, then
-    the data."""
-    import json
-    import struct
-
-    import numpy as np
-
-    with open(path, "rb") as handle:
-        (size,) = struct.unpack("<Q", handle.read(8))
-        entry = json.loads(handle.read(size))[name]
-        if entry["dtype"] != "F16" or len(entry["shape"]) != 2:
-            raise ValueError(f"unexpected tensor {entry['dtype']} {entry['shape']}")
-        rows, dim = entry["shape"]
-        handle.seek(8 + size + entry["data_offsets"][0])
-        matrix = np.fromfile(handle, dtype="<f2", count=rows * dim)
-    if matrix.size != rows * dim:
-        raise ValueError("the weights file is truncated")
-    return matrix.reshape(rows, dim).astype(np.float16, copy=False)
-
-
-class _StaticModel:
-    """tokenlearn-static-model's bundled 64-dimension multilingual model (measured against wordllama)."""
-
-    inline = True
-
-    def __init__(self) -> None:
-        import os
-
-        import static_model
-
-        self.folder = os.path.join(os.path.dirname(static_model.__file__), "model")
-        self.encode = static_model.encode_batch
-        self.name = "tokenlearn-static-model-0.1-64"
-
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        import numpy as np
-
-        vectors = np.asarray(self.encode(self.folder, list(texts), 512), dtype=np.float32).reshape(len(texts), -1)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        unit: NDArray[np.float32] = (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
-        return unit
-
-
 def _minilm() -> Embedder:
     from .models import minilm
 
     return minilm()
 
 
-MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": _WordLlama, "static-model": _StaticModel, "minilm": _minilm}
+MODELS: dict[str, Callable[[], Embedder]] = {"wordllama": _WordLlama, "minilm": _minilm}
 DEFAULT_MODEL = "wordllama"
 #: The models fast enough to embed inside a search (their `inline`), known without loading them.
-INLINE_MODELS = frozenset({"wordllama", "static-model"})
+INLINE_MODELS = frozenset({"wordllama"})
 #: `semantic.model: static` (the default) is wordllama's model.
 ALIASES = {"static": DEFAULT_MODEL}
 _loaded: dict[str, Embedder] = {}
