@@ -82,17 +82,16 @@ def test_a_sync_that_commits_runs_it_too_unless_the_repository_turned_it_off(rem
 def test_a_sync_with_nothing_to_do_loads_only_what_sync_is_allowed(
     remote: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_imports import ALLOWED, AMEM_BASE, BASE, loaded_modules
+    from tests.test_imports import ALLOWED, AMEM_BASE, check_allowed, loaded_modules
 
     a = clone(remote, tmp_path / "a")
     amem(a, "write", "notes/x", "first words")
     amem(a, "sync")
     monkeypatch.setenv("AMEM_VAULT", str(a))
     loaded = loaded_modules(["sync"], a)
-    _, others, amem_modules, required = ALLOWED["sync"]
+    _, distributions, amem_modules, required = ALLOWED["sync"]
     assert required in loaded
-    top_level = {m.split(".")[0] for m in loaded if not m.startswith("_") and not m.startswith("amem")}
-    assert sorted(top_level - BASE - others) == []
+    check_allowed("sync", loaded, distributions)
     assert sorted({m for m in loaded if m.startswith("amem")} - AMEM_BASE - amem_modules) == []
 
 
