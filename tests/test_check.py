@@ -250,7 +250,7 @@ def test_staged_outside_a_repository_is_a_git_error(amem: Any, vault: Path) -> N
 
 
 def test_wiki_check_equals_the_command_and_the_tool_list_stays_small(isolated_env: Path, vault: Path) -> None:
-    from tests.test_mcp import TOOL_LIST_TOKENS, Client, serve, tool_list_chars
+    from tests.test_mcp import TOOL_LIST_CHARS, Client, serve, tool_list_chars
 
     write_file(vault / "notes/a.md", "[[gone]] [[b]]\n")
     write_file(vault / "b.md", "[[notes/a]]\n")
@@ -270,7 +270,7 @@ def test_wiki_check_equals_the_command_and_the_tool_list_stays_small(isolated_en
     assert results["folder"] == cli("check", "notes/").json
     assert kinds(results["folder"]) == {("broken-link", "notes/a.md")}
     assert results["wrong"]["code"] == "usage" and '"strict"' in results["wrong"]["message"]
-    assert results["size"] / 4 < TOOL_LIST_TOKENS, results["size"]
+    assert results["size"] <= TOOL_LIST_CHARS, results["size"]
 
 
 def test_the_problems_exit_code_is_documented(amem: Any) -> None:

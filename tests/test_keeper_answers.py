@@ -398,10 +398,13 @@ def test_a_request_reads_nothing_outside_the_vault(tmp_path: Path, vault: Path, 
     secret.write_text("# Secret\n\nnot the vault's\n")
     outside = ["../secret", "../secret.md", str(secret), "notes/../../secret.md", "/etc/passwd"]
     for note_id in outside:
-        answer = ask_raw(request("read", {"id": note_id, "depth": None, "maxChars": None}))
+        answer = ask_raw(
+            request("read", {"id": note_id, "depth": None, "maxChars": None, "lines": None, "section": None})
+        )
         assert "result" not in answer and "not the vault" not in json.dumps(answer), (note_id, answer)
     args: dict[str, Any] = {
         "query": "secret",
+        "also": [],
         "limit": None,
         "exactTitle": None,
         "tags": [],
@@ -413,7 +416,15 @@ def test_a_request_reads_nothing_outside_the_vault(tmp_path: Path, vault: Path, 
     assert ask_raw(request("search", {**args, "folder": str(tmp_path)}))["result"]["total"] == 0
     # another vault's settings (the vault is always the keeper's own) or another amem: not answered
     other = json.dumps([str(tmp_path), [".md"], [], False])
-    args = {"query": "secret", "limit": None, "exactTitle": None, "tags": [], "folder": None, "explain": False}
+    args = {
+        "query": "secret",
+        "also": [],
+        "limit": None,
+        "exactTitle": None,
+        "tags": [],
+        "folder": None,
+        "explain": False,
+    }
     assert "result" not in ask_raw(request("search", args, settings=other))
     assert "result" not in ask_raw(request("search", args, amem="0.0.0"))
     assert ask_raw(request("search", args))["result"]["total"] == 0  # the same request, in bounds: answered
@@ -421,7 +432,7 @@ def test_a_request_reads_nothing_outside_the_vault(tmp_path: Path, vault: Path, 
 
 def test_a_request_cannot_ask_for_unbounded_work(vault: Path, keeper: KeeperProcess) -> None:
     small_vault(vault)
-    good = {"query": "token", "limit": 5, "exactTitle": None, "tags": [], "folder": None, "explain": False}
+    good = {"query": "token", "also": [], "limit": 5, "exactTitle": None, "tags": [], "folder": None, "explain": False}
     assert ask_raw(request("search", good))["result"]["total"] == 2
     for bad in (
         {**good, "limit": 10**12},
@@ -432,7 +443,9 @@ def test_a_request_cannot_ask_for_unbounded_work(vault: Path, keeper: KeeperProc
     ):
         answer = ask_raw(request("search", bad))
         assert "result" not in answer and "error" in answer, bad
-    assert "result" not in ask_raw(request("read", {"id": "notes/auth", "depth": 10**10, "maxChars": None}))
+    assert "result" not in ask_raw(
+        request("read", {"id": "notes/auth", "depth": 10**10, "maxChars": None, "lines": None, "section": None})
+    )
     assert "result" not in ask_raw(request("search", good, config={**config_view(load_config()), "maxLinkDepth": -1}))
     assert ask_raw(request("delete", {"id": "notes/auth"}))["error"] == "bad request"
     nested = request("search", {**good, "tags": [[["x"]]]})

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import typing
 from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 from mcp_types import Tool
+from pydantic import TypeAdapter
 
 from amem.notes.parse import version_of
 from tests.conftest import write_file
@@ -258,7 +260,13 @@ def test_every_tool_declares_an_output_schema_and_honest_hints(isolated_env: Pat
         hints = tool.annotations
         assert hints is not None, name
         assert name in HINTS, f"say in HINTS what {name} may do, as its declaration does"
-        assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == HINTS[name], name
+        read_only, destructive, idempotent = HINTS[name]
+        if read_only:  # the other two hints mean nothing then, and are left out
+            assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (True, None, None), name
+        else:  # said only where MCP's defaults (not read-only, destructive, not idempotent) do not hold
+            assert hints.read_only_hint is None, name
+            assert hints.destructive_hint is (None if destructive else False), name
+            assert hints.idempotent_hint is (True if idempotent else None), name
         assert hints.open_world_hint is False, name
 
 
@@ -298,6 +306,7 @@ def test_every_tools_real_result_validates_against_its_schema(
         assert results[name], f"{name} was not called"
         for result in results[name]:
             jsonschema.validate(result, tool.output_schema or {})
+            jsonschema.validate(result, typed_schema(name))
     # The CLI prints the same shapes: its JSON validates against the same schemas.
     for name, args in (
         ("wiki_read", ["read", "notes/a"]),
@@ -310,9 +319,21 @@ def test_every_tools_real_result_validates_against_its_schema(
         done = run_amem(isolated_env, *args)
         assert done.returncode == 0, done.stderr
         jsonschema.validate(json.loads(done.stdout), tools[name].output_schema or {})
+        jsonschema.validate(json.loads(done.stdout), typed_schema(name))
     checked = run_amem(isolated_env, "check")
     assert checked.returncode == 11 and json.loads(checked.stdout)["counts"]["broken-link"] == 1
     jsonschema.validate(json.loads(checked.stdout), tools["wiki_check"].output_schema or {})
+    jsonschema.validate(json.loads(checked.stdout), typed_schema("wiki_check"))
+
+
+def typed_schema(name: str) -> dict[str, Any]:
+    """The whole shape of a tool's result as `amem.results` types it, its records' fields included, with no
+    key beyond those at the top: what the listed schema, kept short, leaves to the reference."""
+    from amem.mcp_server import declared_tools
+
+    returned = typing.get_type_hints(declared_tools()[name].function)["return"]
+    schema: dict[str, Any] = TypeAdapter(returned).json_schema(mode="serialization")
+    return {**schema, "additionalProperties": False}
 
 
 def test_a_schema_rejects_a_result_that_lacks_a_field(isolated_env: Path, vault: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 import typing_extensions
 from mcp_types import Tool as ListedTool
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .errors import UsageError
 
@@ -74,12 +75,7 @@ def declare(function: ToolFunction, *, read_only: bool, destructive: bool = Fals
     }
     # strict: a value of another JSON type is refused, never coerced ("2" for an integer, "true" for a boolean)
     model = create_model(f"{function.__name__}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields)
-    annotations = ToolAnnotations(
-        read_only_hint=read_only,
-        destructive_hint=destructive and not read_only,
-        idempotent_hint=idempotent or read_only,
-        open_world_hint=False,  # the tools reach the vault and its git repository, nothing beyond
-    )
+    annotations = tool_hints(read_only=read_only, destructive=destructive, idempotent=idempotent)
     listing = ListedTool(
         name=function.__name__,
         description=_unwrapped(inspect.getdoc(function) or ""),
@@ -90,40 +86,59 @@ def declare(function: ToolFunction, *, read_only: bool, destructive: bool = Fals
     return Declared(function, function.__name__, tuple(p.name for p in parameters), model, listing)
 
 
+def tool_hints(*, read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    """A tool's annotations, each hint given only where it differs from MCP's default (readOnlyHint false,
+    destructiveHint true, idempotentHint false; the last two concern only a tool that changes something)."""
+    changes = not read_only
+    return ToolAnnotations(
+        read_only_hint=read_only or None,
+        destructive_hint=False if changes and not destructive else None,
+        idempotent_hint=True if changes and idempotent else None,
+        open_world_hint=False,  # the tools reach the vault and its git repository, nothing beyond
+    )
+
+
 def output_schema(returned: Any) -> dict[str, Any]:
-    """The JSON schema of what a tool returns: its TypedDict, closed at the top so that a key the type does
-    not declare is a mismatch; an object of any shape when the function declares no TypedDict."""
+    """The JSON schema of what a tool returns: its TypedDict's fields, their types and which are always there.
+    A record within (a hit, a link, a linked note) is only said to be an object: its fields are in the
+    command's reference, and would double the tool list. An object of any shape when the function declares
+    no TypedDict."""
     if not typing_extensions.is_typeddict(returned):
         return {"type": "object"}
-    schema: dict[str, Any] = compact(TypeAdapter(returned).json_schema(mode="serialization"))
-    definitions: dict[str, Any] = schema.pop("$defs", {})
-    if "$ref" in schema:  # a recursive type: pydantic puts even the root in $defs
-        schema = {**definitions[_ref_name(schema.pop("$ref"))], **schema}
-    uses = json.dumps(schema) + json.dumps(definitions)
-    once = {
-        name
-        for name, body in definitions.items()
-        if uses.count(f'"#/$defs/{name}"') == 1 and f'"#/$defs/{name}"' not in json.dumps(body)
+    fields = typing_extensions.get_type_hints(returned, include_extras=True)
+    optional = {name for name, kind in fields.items() if typing.get_origin(kind) in _NOT_REQUIRED}
+    return {
+        "type": "object",
+        "properties": {
+            name: _field_schema(typing.get_args(kind)[0] if name in optional else kind) for name, kind in fields.items()
+        },
+        "required": [name for name in fields if name not in optional],
     }
-    schema = _inline(schema, {name: definitions[name] for name in once})
-    kept = {name: _inline(body, {}) for name, body in definitions.items() if name not in once}
-    return {**schema, **({"$defs": kept} if kept else {}), "additionalProperties": False}
 
 
-def _ref_name(ref: str) -> str:
-    return ref.rsplit("/", 1)[-1]
+#: What marks a field that is not always there (a tuple: mypy will not compare a type with a special form).
+_NOT_REQUIRED: tuple[Any, ...] = (typing.NotRequired,)
+#: The JSON type of each Python type a result's field may hold.
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
 
 
-def _inline(schema: Any, definitions: dict[str, Any]) -> Any:
-    """`schema` with each `$ref` to one of `definitions` replaced by the definition itself."""
-    if isinstance(schema, list):
-        return [_inline(item, definitions) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and _ref_name(ref) in definitions:
-        return _inline(definitions[_ref_name(ref)], definitions)
-    return {key: _inline(value, definitions) for key, value in schema.items()}
+def _field_schema(kind: Any) -> dict[str, Any]:
+    """The JSON schema of a result field's type: a record (a TypedDict) or a mapping is an object."""
+    if kind in _JSON_TYPES:
+        return {"type": _JSON_TYPES[kind]}
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is list:
+        return {"type": "array", "items": _field_schema(args[0])}
+    if origin in (typing.Union, types.UnionType):
+        options = [_field_schema(arg) for arg in args]
+        if all(set(option) == {"type"} for option in options):
+            return {"type": [option["type"] for option in options]}
+        return {"anyOf": options}
+    if origin is dict and len(args) == 2 and args[1] is not Any:
+        return {"type": "object", "additionalProperties": _field_schema(args[1])}
+    if origin is dict or typing_extensions.is_typeddict(kind):
+        return {"type": "object"}
+    raise TypeError(f"a result field of type {kind!r} has no JSON schema here yet")
 
 
 def compact(schema: Any) -> Any:

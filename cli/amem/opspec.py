@@ -58,12 +58,23 @@ _TAGS_HELP = (
     "Repeat: every tag must hold."
 )
 
-_TAGS_BRIEF = "Only notes with every one of these tags."
-_FOLDER_BRIEF = "Only notes under this folder ('projects/')."
+_TAGS_BRIEF = "Only notes with all these tags."
+_FOLDER_BRIEF = "Only notes under this folder."
 
 OPS: dict[str, tuple[Param, ...]] = {
     "search": (
-        Param("query", "words", mcp="query", brief="Words to look for, OR-matched.", mcp_default=REQUIRED),
+        Param("query", "words", mcp="query", brief="Words to look for, OR-matched."),
+        Param(
+            "also",
+            "texts",
+            "--also",
+            metavar="Q",
+            help="Another query for the same answer (its keywords, a sentence the answer would hold); each is "
+            "ranked and the rankings fused, QUERY weighing double. Repeat: at most 5 queries in all. Not with "
+            "--exact-title.",
+            mcp="queries",
+            brief="Other wordings (≤5 in all); the first counts double.",
+        ),
         Param(
             "limit",
             "count",
@@ -81,7 +92,7 @@ OPS: dict[str, tuple[Param, ...]] = {
             help="List every note whose title equals TITLE, ignoring case, Unicode form and space/-/_ differences; "
             "no ranking. QUERY is then optional.",
             mcp="exactTitle",
-            brief="Instead of ranking: every note titled this (any case).",
+            brief="Instead: every note with this title (any case).",
         ),
         Param(
             "tags",
@@ -125,7 +136,7 @@ OPS: dict[str, tuple[Param, ...]] = {
             "id",
             metavar="ID",
             mcp="id",
-            brief="Note id, e.g. 'projects/auth' (.md optional).",
+            brief="Note id ('projects/auth', .md optional).",
             mcp_default=REQUIRED,
         ),
         Param(
@@ -135,7 +146,7 @@ OPS: dict[str, tuple[Param, ...]] = {
             metavar="N",
             help="Follow links this many levels deep (default: maxLinkDepth, 1).",
             mcp="depth",
-            brief="Levels of [[links]] to follow (default 1; 0: this note only).",
+            brief="Link levels to follow (default 1; 0: none).",
         ),
         Param(
             "maxChars",
@@ -147,6 +158,29 @@ OPS: dict[str, tuple[Param, ...]] = {
             mcp="maxChars",
             brief="Bound on all bodies' characters.",
             mcp_default=20_000,
+        ),
+        Param(
+            "lines",
+            "text",
+            "--lines",
+            metavar="A-B",
+            help="Only the file's lines A to B as body (numbered as an editor does, from 1, frontmatter "
+            "included; A- to the end, A alone one line), with lines: {from, to, total}. B past the end stops "
+            "at the end; A past it is a usage error. links, backlinks and version stay the whole note's; "
+            "linked notes are followed only with --depth.",
+            mcp="lines",
+            brief="Only these file lines: 'A-B', 'A-'.",
+        ),
+        Param(
+            "section",
+            "text",
+            "--section",
+            metavar="HEADING",
+            help="Only the section under HEADING as body, heading line included, found as edit --section "
+            "finds it (any case and level; #s fix the level), with lines as for --lines. A heading that is "
+            "missing or not unique is a usage error. Not with --lines.",
+            mcp="section",
+            brief="Only this heading's section.",
         ),
     ),
     "list": (
@@ -160,7 +194,7 @@ OPS: dict[str, tuple[Param, ...]] = {
             help="Order by id (the default; with --since, modified), or newest first by modification or by "
             "frontmatter `created`.",
             mcp="sort",
-            brief="id (default), or mtime or created, newest first.",
+            brief="id (default), or newest modified or created first.",
         ),
         Param(
             "limit",
@@ -169,7 +203,7 @@ OPS: dict[str, tuple[Param, ...]] = {
             metavar="N",
             help="Return at most N notes.",
             mcp="maxResults",
-            brief="Return at most this many notes.",
+            brief="At most this many notes.",
         ),
         Param(
             "since",
@@ -179,7 +213,7 @@ OPS: dict[str, tuple[Param, ...]] = {
             help="Only notes modified since WHEN: a duration back from now (30m, 12h, 2d, 1w) or an ISO date or "
             "time (2026-11-30, 2026-11-30T09:00+01:00); newest first unless --sort is given.",
             mcp="since",
-            brief="Only notes modified since '2d', '12h', '30m' or an ISO time; newest first.",
+            brief="Only notes modified since: '2d', '12h', '30m', an ISO time.",
         ),
     ),
 }
@@ -222,7 +256,7 @@ def request(op: str, given: dict[str, object]) -> tuple[dict[str, object], dict[
 def missing(op: str, args: dict[str, object]) -> str | None:
     """What a request lacks that its command refuses without (a search with neither words nor a title to
     match), as the usage error says it; None when nothing."""
-    if op == "search" and args["query"] is None and args["exactTitle"] is None:
+    if op == "search" and args["query"] is None and not args["also"] and args["exactTitle"] is None:
         return "search needs a QUERY or --exact-title TITLE"
     return None
 

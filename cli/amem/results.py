@@ -43,6 +43,10 @@ class LinkedNote(TypedDict):
     truncated: NotRequired[bool]
 
 
+#: A part read (`--lines`, `--section`): its first and last lines in the file, and the file's line count.
+LineSpan = TypedDict("LineSpan", {"from": int, "to": int, "total": int})
+
+
 class ReadResult(TypedDict):
     id: str
     title: str
@@ -64,6 +68,8 @@ class ReadResult(TypedDict):
     #: with a budget: whether anything was cut, and the linked notes left out
     truncated: NotRequired[bool]
     omitted: NotRequired[list[str]]
+    #: with --lines or --section: where the body's lines lie in the file
+    lines: NotRequired[LineSpan]
 
 
 # --- search and list -----------------------------------------------------------------------------------
@@ -71,7 +77,7 @@ class ReadResult(TypedDict):
 
 #: With explain: the hit's keyword score and rank, the exact-title and exact-heading tiers' parts of that
 #: score (only when its title, or one of its headings, is the query), its semantic similarity and rank
-#: (null: not in that ranking).
+#: (null: not in that ranking); with several queries, those of the first, and its rank in each query's.
 #: (Comments, not docstrings: a docstring would go into the MCP schema, and cost every model's context.)
 class HitExplain(TypedDict):
     keywordScore: float | None
@@ -80,15 +86,20 @@ class HitExplain(TypedDict):
     headingBonus: NotRequired[float]
     similarity: float | None
     semanticRank: int | None
+    queryRanks: NotRequired[list[int | None]]
 
 
+#: backlinks: the first 5 (by id) of the backlinkCount notes linking here; line: the file's line (1-based,
+#: frontmatter included) the snippet's match is on (null: the note could not be read).
 class SearchHit(TypedDict):
     id: str
     title: str
     score: float | None
     backlinks: list[str]
+    backlinkCount: int
     expired: bool
     snippet: str
+    line: int | None
     explain: NotRequired[HitExplain]
 
 

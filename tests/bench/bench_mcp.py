@@ -9,6 +9,13 @@ a first call, and then --calls calls of each tool are timed one after another fr
 (send to result parsed): p50 and p95 in milliseconds. Searches cycle through words of several
 frequencies, reads through random notes (at the default link depth), appends go to one note. Side by side,
 the same search and read through the CLI (`amem search`, `amem read`, whole process) for scale.
+
+    python tests/bench/bench_mcp.py --first-answer VAULT [--runs 9] [--old PYTHONPATH]
+
+Spawn to first answer: a copy of VAULT gets its index built, then `amem mcp` is spawned --runs times and
+timed from the spawn to the first `wiki_search` result (handshake included), with the CPU time the server
+spent until then; with --old, each run of this checkout alternates with one of the amem found on that
+PYTHONPATH, side by side.
 """
 
 from __future__ import annotations
@@ -146,13 +153,77 @@ def bench(n: int, calls: int, work: Path) -> None:
     shutil.rmtree(vault / "bench", ignore_errors=True)
 
 
+async def first_answer(env: dict[str, str]) -> tuple[float, float]:
+    """Milliseconds from spawning `amem mcp` to the result of its first wiki_search, and the CPU time the
+    server spent until then (steadier than wall time on a busy machine)."""
+    params = StdioServerParameters(command=AMEM, args=["mcp"], env=env)
+    with open(os.devnull, "w") as devnull:
+        start = time.perf_counter()
+        async with stdio_client(params, errlog=devnull) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("wiki_search", {"query": "component props"})
+            elapsed = (time.perf_counter() - start) * 1000
+            cpu = sum(_cpu_ms(pid) for pid in _children())
+    if result.is_error or not (result.structured_content or {}).get("hits"):
+        raise SystemExit(f"wiki_search failed: {result.content}")
+    return elapsed, cpu
+
+
+def _children() -> list[int]:
+    """This process's children (the server), from /proc."""
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    return [int(pid) for task in tasks.iterdir() for pid in (task / "children").read_text().split()]
+
+
+def _cpu_ms(pid: int) -> float:
+    """User and system CPU time of a process, all its threads, in milliseconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def bench_first_answer(source: Path, runs: int, work: Path, old: str | None) -> None:
+    vault = work / "first-answer-vault"
+    shutil.rmtree(vault, ignore_errors=True)
+    shutil.copytree(source, vault)
+    sides = {"this checkout": os.environ.get("PYTHONPATH")} | ({"old": old} if old else {})
+    envs: dict[str, dict[str, str]] = {}
+    for side, path in sides.items():
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "XDG_CACHE_HOME": str(work / f"first-answer-cache-{len(envs)}"),
+            "AMEM_VAULT": str(vault),
+        }
+        if path:
+            env["PYTHONPATH"] = path
+        subprocess.run([AMEM, "index"], stdout=subprocess.DEVNULL, env=env, check=True)  # the index, built
+        envs[side] = env
+    samples: dict[str, list[tuple[float, float]]] = {side: [] for side in envs}
+    for _ in range(runs):
+        for side, env in envs.items():
+            samples[side].append(anyio.run(first_answer, env))
+    print(f"\nspawn to first wiki_search answer, {source.name}, {runs} runs each (ms; median, min, max)")
+    for side, pairs in samples.items():
+        wall, cpu = [p[0] for p in pairs], [p[1] for p in pairs]
+        print(
+            f"{side:14} wall {statistics.median(wall):5.0f} {min(wall):5.0f} {max(wall):5.0f}"
+            f"   server CPU {statistics.median(cpu):5.0f} {min(cpu):5.0f} {max(cpu):5.0f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--work", type=Path, default=Path("/tmp/amem-bench-mcp"))
+    parser.add_argument("--first-answer", type=Path, metavar="VAULT", help="time spawn to first answer on VAULT")
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--old", metavar="PYTHONPATH", help="with --first-answer: the amem to compare with")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.first_answer:
+        bench_first_answer(args.first_answer, args.runs, args.work, args.old)
+        return
     for n in args.notes:
         bench(n, args.calls, args.work)
 

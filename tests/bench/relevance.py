@@ -1,7 +1,7 @@
 """Relevance of amem's search on real documentation, side by side with a plain SQLite FTS5 baseline.
 
     python tests/bench/relevance.py [--corpus vue-docs-en vue-docs-zh] [--sets headings titles …]
-                                    [--rankers amem fts5] [--json] [--write-queries]
+                                    [--rankers amem fts5] [--json] [--write-queries] [--also]
 
 Each corpus under the shared corpora folder (or --corpora DIR) is copied into a temporary vault. Query
 sets live in tests/bench/queries/ as JSON lines `{"query": …, "relevant": [note id, …]}`, named
@@ -18,6 +18,11 @@ A third corpus ships in the repository, `tests/bench/corpora/hatch-docs` (Hatch'
 SOURCE.txt): `--corpora tests/bench/corpora --corpus hatch-docs`. Its `heldout` set (30 questions, one page
 each) was written before any ranking was run on it; tests/bench/queries/README.md says how.
 
+`--also` asks each query of a set with the agent's own wordings of it, from `<corpus>.<set>.expansions.jsonl`
+(`{"query": …, "also": [keywords, a sentence the answer would hold]}`, written from the question alone
+before any result was seen), as `amem search QUERY --also …` does; a set without that file is asked as
+usual. Only the rankers that call search() take them (`amem`, `amem-semantic`, `search:MODEL`).
+
 `--write-queries` derives the headings and titles sets from the corpus again (the paraphrases are written
 by hand and never regenerated). Each ranker is a function query → note ids, best first; the table gives
 MRR@10, recall@1 and recall@5 per corpus, set and ranker, and `--json` prints the same numbers as JSON.
@@ -27,7 +32,8 @@ stands behind it), `amem-cli` runs the installed `amem search` per query (slow, 
 is stdlib sqlite3 FTS5 `bm25()` over id, title and body, with Chinese, Japanese and Korean text pre-split
 into single characters and bigrams. Per model (`static`, `minilm`; also the loaders' own names):
 `semantic:MODEL` ranks by the model alone, `fused:MODEL` fuses it with amem's keyword ranking per query
-as search() does (amem.search.fusion), and `rrf:MODEL` at one constant weight for every query (--rrf-k,
+as search() does (amem.search.fusion), `search:MODEL` is search() itself with semantic search on and that
+model, and `rrf:MODEL` at one constant weight for every query (--rrf-k,
 --semantic-weight; default amem's former constants, k = 5 and 0.2). `minilm@256`, `minilm@128` and
 `minilm@128w` are minilm with texts cut to 256 or 128 tokens, or split into 128-token windows (VARIANTS).
 More rankers register through `RANKERS`.
@@ -179,8 +185,9 @@ def search_ranker(config: Any, **options: Any) -> Ranker:
     """A ranker calling amem's public search() on `config`, with extra keyword `options` when given."""
     from amem.search.query import search
 
-    def rank(query: str) -> list[str]:
-        result = search(config, query, limit=DEPTH, **options)
+    def rank(query: str, also: Sequence[str] = ()) -> list[str]:
+        extra: dict[str, Any] = {"also": also} if also else {}  # an amem without --also ranks the sets
+        result = search(config, query, limit=DEPTH, **options, **extra)
         return [hit["id"] for hit in result["hits"]]
 
     return rank
@@ -399,6 +406,25 @@ def semantic_factory(model: str, mode: str) -> Factory:
 
 _BENCHES: dict[tuple[Path, str], SemanticBench] = {}
 
+
+def search_factory(model: str) -> Factory:
+    """search() itself, semantic search on with `model`, over the vectors its SemanticBench embedded."""
+
+    def factory(vault: Path, scratch: Path) -> Ranker:
+        from amem.search.query import search
+        from amem.semantic.semantic import ALIASES
+
+        if (vault, model) not in _BENCHES:
+            _BENCHES[(vault, model)] = SemanticBench(vault, scratch, model)
+        config = _BENCHES[(vault, model)].config._replace(semantic_model=ALIASES.get(model, model))
+        status = search(config, "warm up", semantic=True)["semantic"]
+        if status != "ok":
+            raise SystemExit(f"search:{model}: semantic search is {status!r}, not 'ok'")
+        return search_ranker(config, semantic=True)
+
+    return factory
+
+
 #: The fusion constant and semantic weight of the `rrf:` rankers (--rrf-k, --semantic-weight).
 FUSION: dict[str, float] = {"k": 5, "weight": 0.2}
 
@@ -408,9 +434,11 @@ RANKERS: dict[str, Factory] = {
     "fts5": fts5_baseline,
     "amem-semantic": amem_semantic,
 }
-for _model in ("static", "minilm", "wordllama", "static-model", *(f"minilm{v}" for v in VARIANTS)):
+for _model in ("static", "minilm", "wordllama", *(f"minilm{v}" for v in VARIANTS)):
     for _mode in ("semantic", "fused", "rrf"):
         RANKERS[f"{_mode}:{_model}"] = semantic_factory(_model, _mode)
+for _model in ("static", "minilm"):
+    RANKERS[f"search:{_model}"] = search_factory(_model)
 
 
 # --- measuring -------------------------------------------------------------------------------------------
@@ -428,7 +456,9 @@ def measure(rank: Ranker, queries: list[dict[str, Any]]) -> dict[str, float]:
     totals = [0.0, 0.0, 0.0]
     start = time.perf_counter()
     for query in queries:
-        for i, value in enumerate(score(rank(query["query"]), query["relevant"])):
+        also = query.get("also")
+        ranked = rank(query["query"], also) if also else rank(query["query"])  # type: ignore[call-arg]
+        for i, value in enumerate(score(ranked, query["relevant"])):
             totals[i] += value
     elapsed = time.perf_counter() - start
     n = len(queries)
@@ -441,7 +471,22 @@ def measure(rank: Ranker, queries: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def run(corpora: Path, names: list[str], sets: list[str], rankers: list[str], rewrite: bool) -> list[dict[str, Any]]:
+def with_also(corpus: str, name: str, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The set's queries, each with its `also` from the set's expansions file (none: the set as it is)."""
+    path = query_file(corpus, f"{name}.expansions")
+    if not path.exists():
+        return queries
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    also = {line["query"]: line["also"] for line in lines}
+    unknown = [q["query"] for q in queries if q["query"] not in also]
+    if unknown:
+        raise SystemExit(f"{path.name} has no expansions for {unknown}")
+    return [query | {"also": also[query["query"]]} for query in queries]
+
+
+def run(
+    corpora: Path, names: list[str], sets: list[str], rankers: list[str], rewrite: bool, also: bool = False
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for corpus in names:
         root = corpora / corpus
@@ -449,6 +494,8 @@ def run(corpora: Path, names: list[str], sets: list[str], rankers: list[str], re
         if rewrite:
             write_queries(corpus, derive_queries(notes))
         loaded = {name: load_queries(corpus, name, notes) for name in sets}
+        if also:
+            loaded = {name: with_also(corpus, name, qs) if qs else qs for name, qs in loaded.items()}
         with tempfile.TemporaryDirectory(prefix="amem-relevance-") as tmp:
             vault = make_vault(root, Path(tmp))
             for ranker in rankers:
@@ -460,7 +507,8 @@ def run(corpora: Path, names: list[str], sets: list[str], rankers: list[str], re
                 build_s = round(time.perf_counter() - built, 3)
                 for name, queries in loaded.items():
                     if queries:
-                        row = {"corpus": corpus, "set": name, "ranker": ranker, "setup_s": build_s}
+                        asked = name + ("+also" if any(q.get("also") for q in queries) else "")
+                        row = {"corpus": corpus, "set": asked, "ranker": ranker, "setup_s": build_s}
                         rows.append(row | measure(rank, queries))
     return rows
 
@@ -482,6 +530,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rankers", nargs="+", default=["amem", "fts5"])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     parser.add_argument("--write-queries", action="store_true", help="derive headings and titles sets again")
+    parser.add_argument("--also", action="store_true", help="ask each query with its set's expansions, if any")
     parser.add_argument("--rrf-k", type=int, help="fusion constant of the fused: rankers (default: amem's)")
     parser.add_argument("--semantic-weight", type=float, help="semantic weight of the fused: rankers")
     args = parser.parse_args(argv)
@@ -497,7 +546,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown rankers {unknown}; known: {sorted(RANKERS)}")
     if not args.corpora.is_dir():
         sys.exit(f"no corpora folder at {args.corpora} (set --corpora or AMEM_CORPORA)")
-    rows = run(args.corpora, args.corpus, args.sets, args.rankers, args.write_queries)
+    rows = run(args.corpora, args.corpus, args.sets, args.rankers, args.write_queries, args.also)
     print(json.dumps(rows, ensure_ascii=False, indent=2) if args.json else table(rows))
 
 

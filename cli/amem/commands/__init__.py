@@ -135,7 +135,12 @@ def _click_param(param: Param) -> Callable[[Callable[..., None]], Callable[..., 
         return click.option(flag, name, is_flag=True, help=param.help)
     if kind == "texts":
         return click.option(
-            flag, name, multiple=True, metavar=param.metavar, shell_complete=complete_tag, help=param.help
+            flag,
+            name,
+            multiple=True,
+            metavar=param.metavar,
+            shell_complete=complete_tag if name == "tags" else None,
+            help=param.help,
         )
     if kind == "choice":
         return click.option(flag, name, type=click.Choice(param.choices), help=param.help)

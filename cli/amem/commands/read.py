@@ -1,4 +1,4 @@
-"""amem read: one note with its links, linked notes, backlinks and version."""
+"""amem read: one note (or part of it) with its links, linked notes, backlinks and version."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from . import Command, answer_request, declared
     "read",
     cls=Command,
     epilog="""
-    amem read notes/auth
-    amem read "internal links" | jq -r '.id, .version'
     amem read decisions/keys --depth 2 --max-chars 20000 | jq '.linkedNotes[].id, .omitted'
+    amem read "internal links" --lines 40-60 | jq -r '.version, .body'
+    amem read notes/auth --section "## Status" | jq -r .body
     """,
 )
 @declared("read")
@@ -29,5 +29,8 @@ def command(app: AppContext, /, **given: Any) -> None:
     `id` is then the note's real id, `resolvedFrom` the name given, `alternatives` the other notes it
     matched. `conflict` is true while a conflict copy left by `amem sync` (NOTE.conflict-COMMIT.md) lies
     beside the note.
+
+    With --lines A-B or --section HEADING, `body` is that part of the note and `lines` says where it lies
+    ({from, to, total}); `version` stays the whole note's, for a guarded edit or write to follow.
     """
     answer_request(app, "read", given)

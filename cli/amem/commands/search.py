@@ -15,7 +15,7 @@ from . import Command, answer_request, declared
     cls=Command,
     epilog="""
     amem search "auth token" --folder notes/
-    amem search --semantic "how long do tokens stay valid" --limit 5 | jq -r '.hits[].id'
+    amem search --semantic "how long do tokens stay valid" --also "token expiry" --limit 5 | jq -r '.hits[].id'
     amem search --exact-title "Auth tokens" --tag auth
     """,
 )
@@ -27,7 +27,12 @@ def command(app: AppContext, /, **given: Any) -> None:
     spaces; hits are ranked by BM25 with title, phrase and link boosts, fused with an offline semantic
     ranking when --semantic (or the config's semantic) asks for it. Filters count before `total`.
 
-    Prints {hits: [{id, title, score, backlinks, expired, snippet}], total, truncated, fused, semantic};
-    with --explain each hit also has `explain` and the result `fusion`.
+    With --also, each query is ranked and the rankings fused by reciprocal rank, QUERY weighing double;
+    `total` counts the notes any of them matches.
+
+    Prints {hits: [{id, title, score, backlinks, backlinkCount, expired, snippet, line}], total, truncated,
+    fused, semantic}: `backlinks` names the first 5 linking notes by id, `backlinkCount` counts them all, and
+    `line` is the file's line (from 1, frontmatter included) the snippet's match is on. With --explain each
+    hit also has `explain` and the result `fusion`.
     """
     answer_request(app, "search", given)

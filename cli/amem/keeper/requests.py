@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 #: The longest request line read: an `among` naming every note of a vault of 200,000 notes fits.
 MAX_REQUEST = 16 << 20
-#: Arrays and objects a request may hold at all (a good one holds 2: itself and `among`), which also
-#: bounds its nesting: json's recursive decoder never meets a deep one.
-MAX_CONTAINERS = 4
+#: Arrays and objects a request may hold at all (a ranking holds 2: itself and `among`; a search command 5:
+#: itself, config, args, tags and its other queries), which also bounds its nesting: json's recursive
+#: decoder never meets a deep one.
+MAX_CONTAINERS = 5
 #: The most results a request may ask for.
 MAX_DEPTH = 1_000_000
 #: How long a client may take to send its request (and to take the answer).

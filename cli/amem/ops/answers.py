@@ -148,6 +148,7 @@ def _search(config: Config, args: dict[str, Any], reporter: Reporter, long_lived
     return search(
         config,
         args["query"],
+        also=args["also"],
         limit=args["limit"],
         exact_title=args["exactTitle"],
         tags=tuple(args["tags"]),
@@ -162,7 +163,14 @@ def _read(config: Config, args: dict[str, Any], reporter: Reporter, answering: b
 
     # The read records what it saw in the index it read, unless the command must have the answer first.
     result = read_note(
-        config, args["id"], args["depth"], max_chars=args["maxChars"], reporter=reporter, mark_seen=not answering
+        config,
+        args["id"],
+        args["depth"],
+        max_chars=args["maxChars"],
+        lines=args["lines"],
+        section=args["section"],
+        reporter=reporter,
+        mark_seen=not answering,
     )
     return result, _seen(config, result["id"], result["version"]) if answering else None
 

@@ -9,7 +9,6 @@ edit` and the MCP tool `wiki_edit` call.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..errors import AmemError, NotFound, UsageError
 from ..notes.ids import resolve_note
 from ..notes.parse import parse_note
+from ..notes.sections import heading_key, sections
 from ..output import quote
 from ..timefmt import iso, now
 from .relink import stamp_updated
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from ..results import EditResult
 
 _BOM = "\ufeff"
-#: A heading as the caller names it: `Status`, `## Status`, `##Status`.
-_NAMED = re.compile(r"(#{1,6})[ \t]*(.*)\Z", re.S)
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t]*\r?\n)*")
 
 
@@ -61,7 +59,7 @@ class Edit(NamedTuple):
             raise UsageError("nothing to find: the text to find is empty")
         if kind == "prepend" and not (self.prepend or "").strip():
             raise UsageError("nothing to prepend: the content is empty")
-        if kind == "section" and not _heading_key(self.section or "")[1]:
+        if kind == "section" and not heading_key(self.section or "")[1]:
             raise UsageError("no heading: name the section's heading, e.g. 'Status' or '## Status'")
         return kind
 
@@ -163,39 +161,6 @@ def find_replace(body: str, find: str, replace: str, every: bool, nl: str) -> tu
     return pattern.subn(lambda _: text, body, count=0 if every else 1)
 
 
-def _heading_key(heading: str) -> tuple[int | None, str]:
-    """(level, comparable text) of a heading as the caller names it: `#`s fix the level, else any."""
-    heading = heading.strip()
-    named = _NAMED.match(heading)
-    level = len(named.group(1)) if named else None
-    text = named.group(2) if named else heading
-    text = re.sub(r"[ \t]+#+[ \t]*\Z", "", text)
-    return level, " ".join(text.split()).casefold()
-
-
-class _Heading(NamedTuple):
-    start: int  # offset of the heading's first line in the body
-    after: int  # offset just past its last line's ending (the end of the body when it has none)
-    level: int
-    key: str
-
-
-def headings(body: str) -> list[_Heading]:
-    """The sections' headings of `body`, in order: ATX and setext headings outside code and HTML blocks,
-    not inside a block quote or list item (such a heading is part of its container, and ends no section)."""
-    from ..notes.blocks import headings as blocks_headings
-
-    found = [heading for heading in blocks_headings(body) if not heading.nested]
-    if not found:
-        return []
-    lines = body.split("\n")
-    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
-    return [
-        _Heading(starts[h.first], min(starts[h.end], len(body)), h.level, " ".join(h.text.split()).casefold())
-        for h in found
-    ]
-
-
 def _clean(content: str, nl: str) -> str:
     return content.replace("\r\n", "\n").strip("\n").rstrip().replace("\n", nl)
 
@@ -203,20 +168,16 @@ def _clean(content: str, nl: str) -> str:
 def replace_section(body: str, heading: str, content: str, nl: str) -> tuple[str, int]:
     """`body` with what lies under `heading` (up to the next heading of the same or a higher level)
     replaced by `content`; the heading line stays, one blank line on each side of the new text."""
-    level, key = _heading_key(heading)
-    found = headings(body)
-    matches = [i for i, h in enumerate(found) if h.key == key and (level is None or h.level == level)]
+    matches = sections(body, heading)
     if len(matches) != 1:
         hint = "check the heading's text" if not matches else "the heading must be unique: rename one of them"
         raise _mismatch(f"the heading {quote(heading.strip())}", len(matches), hint)
-    this = found[matches[0]]
-    following = next((h for h in found[matches[0] + 1 :] if h.level <= this.level), None)
-    end = following.start if following is not None else len(body)
+    this, end = matches[0]
     text = _clean(content, nl)
     middle = "" if this.after > this.start and body[this.after - 1] == "\n" else nl
     if text:
         middle += nl + text + nl
-    if following is not None:
+    if end < len(body):  # a heading follows
         middle += nl
     return body[: this.after] + middle + body[end:], 1
 

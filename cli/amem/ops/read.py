@@ -149,17 +149,27 @@ def read_note(
     depth: int | None = None,
     *,
     max_chars: int | None = None,
+    lines: str | None = None,
+    section: str | None = None,
     reporter: Reporter | None = None,
     mark_seen: bool = True,
 ) -> ReadResult:
     """The note as `amem read` prints it; what it had to repair (bytes that are not UTF-8, frontmatter
     that is not YAML) goes to `reporter`. `raw_id` is an id, else a name as a [[link]] or an alias gives
-    it; `max_chars` bounds the characters of all bodies. Raises InvalidId or NotFound. Without
-    `mark_seen`, the version read is not recorded as seen (the keeper records it once its client has the
-    answer: `VaultIndex.mark_seen(result["id"], result["version"])`)."""
+    it; `max_chars` bounds the characters of all bodies. With `lines` ('A-B') or `section` (a heading),
+    `body` is that part of the note (`ops.part`), `lines` says where it lies, and linked notes are
+    followed only to an explicit `depth`; the rest (links, backlinks, version) is the whole note's.
+    Raises UsageError, InvalidId or NotFound. Without `mark_seen`, the version read is not recorded as
+    seen (the keeper records it once its client has the answer: `VaultIndex.mark_seen(result["id"],
+    result["version"])`)."""
     from ..report import Reporter
 
     reporter = reporter or Reporter()
+    part = None
+    if lines is not None or section is not None:
+        from .part import asked_part
+
+        part = asked_part(lines, section)  # a malformed request fails before the note is looked for
     ref = resolve_note(config, raw_id)
     try:
         loaded: tuple[bytes, os.stat_result] | None = _load(ref)
@@ -174,8 +184,10 @@ def read_note(
             ref, named = _by_name(config, index, resolver, raw_id, missing)
             loaded = _load(ref)
         data, st = loaded
-        depth = config.max_link_depth if depth is None else depth
+        if depth is None:
+            depth = config.max_link_depth if part is None else 0
         order = _tree(config, resolve, ref, data, depth, reporter, index)
+        where = None if part is None else part.take(order[0], data)
         last = index.last_seen(ref.id)
         if mark_seen and last != order[0]["version"]:  # a read of what was seen already writes nothing
             index.mark_seen(ref.id, order[0]["version"])
@@ -192,6 +204,10 @@ def read_note(
 
         bounds = fit_bodies(order, max_chars)
     record = order[0]
+    if where is not None:
+        from .part import held
+
+        bounds["lines"] = held(record, where)
     # The keys of ReadResult, with the optional ones a name (resolvedFrom, alternatives) and a budget add.
     result: dict[str, Any] = {
         "id": record["id"],

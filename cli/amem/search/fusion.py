@@ -192,15 +192,26 @@ def fuse(
     semantic_at = {note_id: (rank, similarity) for rank, (note_id, similarity) in enumerate(semantic, start=1)}
     if plan.weight <= 0:
         semantic_at = {}
-    scores = {note_id: 1.0 / (plan.k + rank) for note_id, (rank, _) in keyword_at.items()}
-    for note_id, (rank, _) in semantic_at.items():
-        scores[note_id] = scores.get(note_id, 0.0) + plan.weight / (plan.k + rank)
+    rankings = [(1.0, list(keyword_at)), (plan.weight, list(semantic_at))]
     out = []
-    for note_id, score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+    for note_id, score in rrf(rankings, plan.k):
         k_rank, k_score = keyword_at.get(note_id, (None, None))
         s_rank, similarity = semantic_at.get(note_id, (None, None))
-        out.append((note_id, round(score, 6), Explained(k_score, k_rank, similarity, s_rank)))
+        out.append((note_id, score, Explained(k_score, k_rank, similarity, s_rank)))
     return out
+
+
+def rrf(rankings: Sequence[tuple[float, Sequence[str]]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Weighted reciprocal-rank fusion: each (weight, note ids best first) ranking adds weight / (k + rank)
+    to the score of each note it holds (a weight of 0 adds no note); (note id, score) best first, ties by id."""
+    scores: dict[str, float] = {}
+    for weight, ranking in rankings:
+        if weight <= 0:
+            continue
+        for rank, note_id in enumerate(ranking, start=1):
+            scores[note_id] = scores.get(note_id, 0.0) + weight / (k + rank)
+    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    return [(note_id, round(score, 6)) for note_id, score in ordered]
 
 
 def profile_of(model: str, embedder: object | None) -> Profile:

@@ -12,7 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..index.kept import give_back, take_index
 from ..notes.ids import may_read, open_regular
@@ -23,6 +23,7 @@ from ..report import Reporter
 from .rank import Filter, Ranker
 
 if TYPE_CHECKING:
+    import sqlite3
     from pathlib import Path
 
     from ..config import Config
@@ -32,9 +33,16 @@ if TYPE_CHECKING:
 
 SNIPPET_CHARS = 160
 SNIPPET_BEFORE = 50
+#: A hit names at most this many of the notes linking to it (the first by id); `backlinkCount` counts them all.
+HIT_BACKLINKS = 5
+#: The most queries one search takes: QUERY and its `--also` queries (MCP `query` and `queries`).
+MAX_QUERIES = 5
+#: Each query of several is ranked this deep before their rankings are fused.
+QUERIES_DEPTH = 50
 #: A hit's snippet reads this many characters of its note first, and the rest only when they do not settle
 #: it: a search that shows a note of 200 MB read and folded all of it, 1.5 s and 415 MB a search.
 SNIPPET_READ = 1 << 20
+_SPACES = re.compile(r"\s*")
 
 
 def note_filter(tags: Sequence[str] = (), folder: str | None = None) -> Filter:
@@ -63,6 +71,7 @@ def search(
     config: Config,
     query: str | None,
     *,
+    also: Sequence[str] = (),
     limit: int | None = None,
     exact_title: str | None = None,
     tags: Sequence[str] = (),
@@ -77,29 +86,38 @@ def search(
     steers the snippets. `semantic` (default: the config's `semantic`) fuses the keyword ranking with the
     semantic one; `exact_title` never does. `explain` adds to each hit where its rank came from and to the
     result the fusion chosen for the query (see `explain`). Notes that could not be indexed are reported
-    to `reporter`, once each."""
+    to `reporter`, once each.
+
+    `also`: more queries, as the agent asking words them (keywords, a sentence the answer would hold): each
+    is ranked as `query` is, and the rankings are fused by reciprocal rank, the first query weighing double;
+    `total` counts the notes any of them matches."""
     from ..errors import UsageError
 
-    if query is None and exact_title is None:
+    queries = [*([query] if query is not None else []), *also]
+    if not queries and exact_title is None:
         raise UsageError("search needs a QUERY or --exact-title TITLE")
+    if len(queries) > MAX_QUERIES:
+        raise UsageError(f"search takes at most {MAX_QUERIES} queries (QUERY and --also), got {len(queries)}")
+    if also and exact_title is not None:
+        raise UsageError("--exact-title ranks nothing: it takes no --also")
     limit = config.max_search_results if limit is None else limit
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     reporter = reporter or Reporter()
     index = take_index(config, reporter)
     where = note_filter(tags, folder)
-    fuse = (config.semantic if semantic is None else semantic) and exact_title is None and query is not None
+    fuse = (config.semantic if semantic is None else semantic) and exact_title is None and bool(queries)
     try:
         # Damage the refresh does not touch (it reads only the notes table when nothing changed) shows
         # while ranking: the whole search is repaired and run again, not just the refresh.
-        return index.repairing(lambda: _search(index, query, limit, exact_title, where, fuse, reporter, explain))
+        return index.repairing(lambda: _search(index, queries, limit, exact_title, where, fuse, reporter, explain))
     finally:
         give_back(index)
 
 
 def _search(
     index: VaultIndex,
-    query: str | None,
+    queries: list[str],
     limit: int,
     exact_title: str | None,
     where: Filter,
@@ -110,48 +128,33 @@ def _search(
     stats = index.refresh()
     for message in stats.warnings:
         reporter.warn(message)
-    semantic = _semantic_ranker(index, reporter, query or "", where) if fuse else None
+    rankers = [_semantic_ranker(index, reporter, text, where) for text in queries] if fuse else []
+    semantic = rankers[0] if rankers else None
+    query = queries[0] if queries else None
     conn = index.conn
-    parsed = Query(query or "")
     changes = conn.total_changes
     conn.execute("BEGIN")  # one snapshot for every read, even if another process refreshes meanwhile
-    keyword: list[tuple[int, float | None]] = []
-    titled: dict[int, float] = {}
-    headed: dict[int, float] = {}
     try:
         if exact_title is not None:
-            clause, params = where.clause("rowid")
-            rows = conn.execute(
-                f"SELECT rowid FROM notes WHERE title_key = ? AND problem IS NULL{clause} ORDER BY id",
-                [title_key(exact_title), *params],
-            ).fetchall()
-            ranked: list[tuple[int, float | None]] = [(row[0], None) for row in rows[:limit]]
-            total = len(rows)
+            ranking = _titled(conn, exact_title, where, limit)
+        elif len(queries) > 1:
+            ranking = _fused_queries(conn, queries, rankers, where, limit)
         else:
-            ranker = Ranker(conn, parsed, where)
-            ranked = list(ranker.rank(max(limit, semantic.depth) if semantic and semantic.fused else limit))
-            keyword, titled, headed = ranked, ranker.titled, ranker.headed
-            if semantic is not None:  # it counts the total with the notes only its ranking found
-                ranked, total = semantic.fuse(query or "", ranked, ranker.count, where)
-            else:
-                total = ranker.total()
-            ranked = ranked[:limit]
-        hits = _hits(index, ranked, parsed)
+            ranking = _one_query(conn, Query(query or ""), semantic, where, limit)
+        ranked = ranking.ranked[:limit]
+        hits = _hits(index, ranked, [Query(text) for text in queries] or [Query("")])
         fused, status = (semantic.fused, semantic.status) if semantic else (False, "unavailable")
         result: SearchResult = {
             "hits": hits,
-            "total": total,
-            "truncated": total > len(hits),
+            "total": ranking.total,
+            "truncated": ranking.total > len(hits),
             "fused": fused,
             "semantic": status,
         }
         if semantic is not None and semantic.coverage is not None and semantic.fused:
             result["semanticCoverage"] = semantic.coverage
         if explain:
-            from .explain import add_explanations
-
-            docs = [doc for doc, _ in ranked]
-            add_explanations(conn, result, docs, keyword, semantic, query, exact_title, titled, headed)
+            _explain(conn, result, ranked, ranking, semantic, query, exact_title)
     finally:
         conn.execute("COMMIT")
     if conn.total_changes != changes:  # the ranking's temporary scores only: the vectors' fingerprint stands
@@ -161,6 +164,116 @@ def _search(
     return result
 
 
+class _Ranking(NamedTuple):
+    """A search's ranking before the limit cuts it: (rowid, score) best first and the total; and what
+    `--explain` reads: the (first) query's keyword ranking, its title and heading tiers' bonuses, and with
+    several queries each one's rank of every note its ranking holds."""
+
+    ranked: list[tuple[int, float | None]]
+    total: int
+    keyword: list[tuple[int, float | None]]
+    titled: dict[int, float]
+    headed: dict[int, float]
+    ranks: list[dict[int, int]]
+
+
+def _titled(conn: sqlite3.Connection, exact_title: str, where: Filter, limit: int) -> _Ranking:
+    """Every note titled `exact_title`, by id, unscored."""
+    clause, params = where.clause("rowid")
+    rows = conn.execute(
+        f"SELECT rowid FROM notes WHERE title_key = ? AND problem IS NULL{clause} ORDER BY id",
+        [title_key(exact_title), *params],
+    ).fetchall()
+    return _Ranking([(row[0], None) for row in rows[:limit]], len(rows), [], {}, {}, [])
+
+
+def _one_query(
+    conn: sqlite3.Connection, query: Query, semantic: SearchRanker | None, where: Filter, limit: int
+) -> _Ranking:
+    """One query's ranking, fused with `semantic`'s when there is one (whose total then counts the notes
+    only its ranking found)."""
+    keyword, ranker = _ranked(conn, query, semantic, where, limit)
+    if semantic is not None:
+        ranked, total = semantic.fuse(query.text, keyword, ranker.count, where)
+    else:
+        ranked, total = keyword, ranker.total()
+    return _Ranking(ranked, total, keyword, ranker.titled, ranker.headed, [])
+
+
+def _explain(
+    conn: sqlite3.Connection,
+    result: SearchResult,
+    ranked: list[tuple[int, float | None]],
+    ranking: _Ranking,
+    semantic: SearchRanker | None,
+    query: str | None,
+    exact_title: str | None,
+) -> None:
+    """Add `explain` to each hit and `fusion` to `result` (see `explain`), and each hit's rank in every
+    query when there were several."""
+    from .explain import add_explanations
+
+    docs = [doc for doc, _ in ranked]
+    keyword, titled, headed = ranking.keyword, ranking.titled, ranking.headed
+    add_explanations(conn, result, docs, keyword, semantic, query, exact_title, titled, headed)
+    for hit, doc in zip(result["hits"], docs, strict=True) if ranking.ranks else ():
+        hit["explain"]["queryRanks"] = [ranks.get(doc) for ranks in ranking.ranks]
+
+
+def _ranked(
+    conn: sqlite3.Connection, query: Query, semantic: SearchRanker | None, where: Filter, limit: int
+) -> tuple[list[tuple[int, float | None]], Ranker]:
+    """One query's keyword ranking (as deep as `semantic` fuses it) and its ranker."""
+    ranker = Ranker(conn, query, where)
+    ranked: list[tuple[int, float | None]] = list(
+        ranker.rank(max(limit, semantic.depth) if semantic and semantic.fused else limit)
+    )
+    return ranked, ranker
+
+
+def _fused_queries(
+    conn: sqlite3.Connection, queries: list[str], rankers: list[SearchRanker], where: Filter, limit: int
+) -> _Ranking:
+    """The rankings of several queries (each fused with its semantic ranking when `rankers` has them) fused
+    by reciprocal rank, the first weighing double; the total counts the notes any query matched. What
+    `--explain` reads is the first query's."""
+    from ..index.sql import select_in
+    from .fusion import RRF_K, rrf
+
+    rankings: list[list[int]] = []
+    first: _Ranking | None = None
+    for i, text in enumerate(queries):
+        one = _one_query(conn, Query(text), rankers[i] if rankers else None, where, max(limit, QUERIES_DEPTH))
+        first = first or one
+        rankings.append([doc for doc, _ in one.ranked])
+    docs = sorted({doc for ranking in rankings for doc in ranking})
+    id_of: dict[int, str] = dict(select_in(conn, "SELECT rowid, id FROM notes WHERE rowid IN ({})", docs))
+    rowid = {note_id: doc for doc, note_id in id_of.items()}
+    weighted = [(2.0 if i == 0 else 1.0, [id_of[doc] for doc in ranking]) for i, ranking in enumerate(rankings)]
+    fused: list[tuple[int, float | None]] = [(rowid[note_id], score) for note_id, score in rrf(weighted, RRF_K)]
+    ranks = [{doc: rank for rank, doc in enumerate(ranking, start=1)} for ranking in rankings]
+    assert first is not None
+    total = _matched_by_any(conn, queries, where, docs)
+    return first._replace(ranked=fused, total=total, ranks=ranks)
+
+
+def _matched_by_any(conn: sqlite3.Connection, queries: list[str], where: Filter, ranked: list[int]) -> int:
+    """How many notes (within `where`) the words of any of `queries` match, or their rankings hold (`ranked`:
+    a semantic ranking holds notes no word matches)."""
+    import json
+
+    expressions = [e for e in (Query(text).expression() for text in queries) if e is not None]
+    if not expressions:
+        return len(ranked)
+    clause, params = where.clause("rowid")
+    sql = (
+        "SELECT count(*), count(CASE WHEN rowid IN (SELECT value FROM json_each(?)) THEN 1 END)"
+        f" FROM search_fts WHERE search_fts MATCH ?{clause}"
+    )
+    matched, among = conn.execute(sql, [json.dumps(ranked), " OR ".join(expressions), *params]).fetchone()
+    return int(matched) + len(ranked) - int(among)
+
+
 def _semantic_ranker(index: VaultIndex, reporter: Reporter, query: str, where: Filter) -> SearchRanker:
     """The semantic ranker, imported only by a search that asks for it."""
     from .fused import for_search
@@ -168,9 +281,9 @@ def _semantic_ranker(index: VaultIndex, reporter: Reporter, query: str, where: F
     return for_search(index, reporter, query=query, where=where)
 
 
-def _hits(index: VaultIndex, ranked: list[tuple[int, float | None]], query: Query) -> list[SearchHit]:
+def _hits(index: VaultIndex, ranked: list[tuple[int, float | None]], queries: list[Query]) -> list[SearchHit]:
     """The hits of these (rowid, score) pairs, in order: their rows and backlinks looked up together, each
-    snippet read from the note's file."""
+    snippet read from the note's file, around the first query's words when it holds them, else the next's."""
     import json
 
     from ..index.sql import select_in
@@ -188,19 +301,23 @@ def _hits(index: VaultIndex, ranked: list[tuple[int, float | None]], query: Quer
         if source != target:
             linking[target].add(source)
     readable = _Readable(index.config.vault_root)
-    pattern = query.pattern()
+    patterns = [pattern for pattern in (query.pattern() for query in queries) if pattern is not None]
     hits: list[SearchHit] = []
     for doc, score in ranked:
         note_id, title, frontmatter = rows[doc]
         expires = json.loads(frontmatter).get("expires") if '"expires"' in frontmatter else None
+        linked = sorted(linking[note_id])
+        snippet, line = _snippet(readable, note_id, patterns)
         hits.append(
             {
                 "id": note_id,
                 "title": title,
                 "score": score,
-                "backlinks": sorted(linking[note_id]),
+                "backlinks": linked[:HIT_BACKLINKS],
+                "backlinkCount": len(linked),
                 "expired": is_expired(expires, index.config.tz),
-                "snippet": _snippet(readable, note_id, pattern),
+                "snippet": snippet,
+                "line": line,
             }
         )
     return hits
@@ -252,33 +369,43 @@ def is_expired(value: Any, tz: Any) -> bool:
     return moment < current
 
 
-def _snippet(readable: _Readable, note_id: str, pattern: re.Pattern[str] | None) -> str:
-    """A short excerpt of the body around the first place a query word matches, else its opening: from
-    the note's first SNIPPET_READ characters when they settle it, else from the whole note."""
+def _snippet(readable: _Readable, note_id: str, patterns: list[re.Pattern[str]]) -> tuple[str, int | None]:
+    """A short excerpt of the body around the first place a query word matches (the first pattern that
+    matches), else its opening, and the file's line (1-based, frontmatter included) that place is on: from
+    the note's first SNIPPET_READ characters when they settle it, else from the whole note. ("", None)
+    when the note cannot be read."""
     path = readable.path(note_id)
     if path is None:
-        return ""
+        return "", None
     try:
         with io.TextIOWrapper(open_regular(path), encoding="utf-8") as handle:
             text = handle.read(SNIPPET_READ)
             rest = handle.read(1)
             if rest:
-                found = _settled(text[: text.rfind("\n") + 1], pattern)
+                found = _settled(text[: text.rfind("\n") + 1], patterns[0] if patterns else None)
                 if found is not None:
                     return found
                 text += rest + handle.read()
     except (OSError, UnicodeDecodeError):
-        return ""  # gone or changed since the refresh: the hit stands, the excerpt cannot be shown
+        return "", None  # gone or changed since the refresh: the hit stands, the excerpt cannot be shown
     body = split_frontmatter(text)[1]
-    if pattern is not None:
-        for text in (body, fold(body)):
-            match = pattern.search(text)
+    above = text.count("\n", 0, len(text) - len(body))
+    for pattern in patterns:
+        for searched in (body, fold(body)):  # folding keeps every line break: the line is the body's
+            match = pattern.search(searched)
             if match:
-                return _excerpt(text, match.start())
-    return _excerpt(body, 0)
+                return _excerpt(searched, match.start()), above + _line_of(searched, match.start())
+    return _excerpt(body, 0), above + _line_of(body, 0)
 
 
-def _settled(start: str, pattern: re.Pattern[str] | None) -> str | None:
+def _line_of(text: str, pos: int) -> int:
+    """The line (1-based) of the first character at or after `pos` that is no space; 1 when there is none."""
+    start = _SPACES.match(text, pos)
+    end = start.end() if start else pos
+    return text.count("\n", 0, end) + 1 if end < len(text) else 1
+
+
+def _settled(start: str, pattern: re.Pattern[str] | None) -> tuple[str, int] | None:
     """The snippet of a note from `start`, its first whole lines, when they settle it: its frontmatter
     closed there, and a match of the body there far enough from their end for the excerpt to lie within
     them. None otherwise: the whole note decides."""
@@ -289,7 +416,8 @@ def _settled(start: str, pattern: re.Pattern[str] | None) -> str | None:
     # Far enough from the end that no earlier match runs past it (none is longer than the pattern).
     if match is None or match.start() + SNIPPET_CHARS + len(pattern.pattern) >= len(body):
         return None
-    return _excerpt(body, match.start())
+    above = start.count("\n", 0, len(start) - len(body))
+    return _excerpt(body, match.start()), above + _line_of(body, match.start())
 
 
 def _excerpt(text: str, pos: int) -> str:
