@@ -30,6 +30,7 @@ INTEGER_OPTIONS = [
     ("graph", "--from", "a", "--depth"),
     ("history", "a", "--limit"),
     ("watch", "--debounce-ms"),
+    ("mcp", "--http", "127.0.0.1:0", "--max-connections"),
 ]
 
 

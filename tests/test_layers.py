@@ -32,6 +32,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
                 "amem.config",
                 "amem.paths",
                 "amem.trust",
+                "amem.tokens",
+                "amem.audit",
                 "amem.cachedir",
                 "amem.results",
                 "amem.interrupt",
@@ -49,10 +51,11 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("the vault operations", frozenset({"amem.ops", "amem.sync"})),
     ("the watcher", frozenset({"amem.watcher"})),
     ("the graph views", frozenset({"amem.graphview"})),
+    ("Claude's memory tool", frozenset({"amem.memorytool"})),
     (
         "the commands",
         frozenset({"amem.cli", "amem.commands", "amem.mcp_server", "amem.mcp_declare", "amem.completion", "amem.info"})
-        | {"amem._docs", "amem.__main__", "amem.shim"},
+        | {"amem._docs", "amem.__main__", "amem.shim", "amem.mcp_http"},
     ),
 ]
 MAX_MODULE_LINES = 800

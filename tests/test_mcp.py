@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,8 +28,8 @@ from tests.installed import amem_bin
 
 TOOLS = {
     "memory_runtime_info": {"expectedCwd", "expectedVaultRoot", "expectedModuleRoot", "expectedProfile"},
-    "wiki_read": {"id", "depth", "maxChars"},
-    "wiki_search": {"query", "exactTitle", "maxResults", "tags", "folder", "explain"},
+    "wiki_read": {"id", "depth", "maxChars", "lines", "section"},
+    "wiki_search": {"query", "queries", "exactTitle", "maxResults", "tags", "folder", "explain"},
     "wiki_list": {"folder", "tags", "sort", "maxResults", "since"},
     "wiki_write": {"id", "content", "mode", "baseVersion", "requireExisting"},
     "wiki_edit": {"id", "find", "replace", "all", "section", "content", "prepend", "baseVersion"},
@@ -97,8 +98,8 @@ def serve(work: Path, test: Callable[[Client], Awaitable[None]]) -> str:
     return log.read_text()
 
 
-#: tools/list must stay under this many tokens, counted at 4 characters a token
-TOOL_LIST_TOKENS = 4000
+#: the most characters tools/list may take (SPEC §18): names, descriptions and schemas of every tool
+TOOL_LIST_CHARS = 12_000
 
 
 def tool_list_chars(listed: Any) -> int:
@@ -133,6 +134,20 @@ def test_lists_the_tools_with_the_source_names_and_descriptions(isolated_env: Pa
         assert listed["wiki_write"].annotations is not None and not listed["wiki_write"].annotations.read_only_hint
 
     serve(isolated_env, test)
+
+
+def test_the_help_names_every_tool_the_server_offers_and_the_list_stays_small(isolated_env: Path, vault: Path) -> None:
+    listed: dict[str, Any] = {}
+
+    async def test(client: Client) -> None:
+        listed["tools"] = await client.session.list_tools()
+
+    serve(isolated_env, test)
+    amem = amem_bin(isolated_env.parent / "bin") / "amem"
+    helped = subprocess.run([str(amem), "mcp", "--help"], capture_output=True, text=True, timeout=60, check=True)
+    offered = {tool.name for tool in listed["tools"].tools}
+    assert set(re.findall(r"\b(?:memory|wiki)_\w+", helped.stdout)) == offered
+    assert tool_list_chars(listed["tools"]) <= TOOL_LIST_CHARS
 
 
 def test_write_read_search_equal_the_commands_output(isolated_env: Path, vault: Path) -> None:

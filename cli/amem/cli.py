@@ -39,7 +39,9 @@ COMMANDS = (
     "trust",
     "watch",
     "mcp",
+    "token",
     "batch",
+    "memory-tool",
 )
 
 #: `amem help [COMMAND]`, as git users type it: hidden (`--help` is the documented way), so the command
@@ -118,7 +120,7 @@ class AmemGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS and cmd_name != HELP:
             return None
-        module = importlib.import_module(f"amem.commands.{cmd_name}")
+        module = importlib.import_module(f"amem.commands.{cmd_name.replace('-', '_')}")  # memory-tool
         command: click.Command = module.command
         return command
 

@@ -40,10 +40,9 @@ MAX_INTEGER = 1_000_000_000
 _OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 
 
-# NamedTuples rather than dataclasses: they cost a tenth as much at start-up, which every call pays. No
-# `from __future__ import annotations` in this module: NamedTuple compiles each field's annotation when it is
-# a string (a ForwardRef each: 28 compiles, 1.5 M instructions of every command); the few annotations that
-# name what is not defined yet are quoted.
+# NamedTuples rather than dataclasses, and no `from __future__ import annotations` here (NamedTuple would
+# compile each string annotation): every command loads this module, so it is kept cheap to import. The few
+# annotations that name what is not defined yet are quoted.
 class WatchSettings(NamedTuple):
     """The watcher's settings; their names, checks and defaults are declared once, in KEYS below."""
 
@@ -101,6 +100,8 @@ class Config(NamedTuple):
     warnings: tuple[str, ...]
     #: the keys of an untrusted project file that were ignored, as they reach outside the project (SPEC §1)
     untrusted: tuple[str, ...] = ()
+    #: the vault folder that Claude's memory tool calls /memories (`amem memory-tool`, SPEC §20)
+    memory_tool_folder: str = "memories"
 
     @property
     def tz(self) -> "tzinfo | None":
@@ -422,6 +423,16 @@ def _from_cwd(text: str, cwd: str) -> str:
     return join_path(cwd, os.path.expanduser(text))
 
 
+def _memory_folder(check: _Validator, key: str, value: object) -> str:
+    """A folder of the vault, relative to its root (`/` between names): never the root itself, never
+    outside it, never a dot-folder that scans skip."""
+    text = check.string(key, value).strip().rstrip("/")
+    names = text.split("/")
+    if not text or "\\" in text or any(name in ("", ".", "..") or name.startswith(".") for name in names):
+        raise check.fail(key, "expected a folder of the vault, such as memories or agents/memories")
+    return text
+
+
 KEYS: tuple[_Key, ...] = (
     _Key(
         "vaultRoot",
@@ -452,6 +463,7 @@ KEYS: tuple[_Key, ...] = (
     _Key("semantic", "semantic", _Validator.boolean, False, flag="--semantic"),
     # `amem check` calls a note larger than this many bytes `oversized` (info)
     _Key("check.maxNoteBytes", "check_max_note_bytes", lambda c, k, v: c.integer(k, v, 1), 1_000_000),
+    _Key("memoryTool.folder", "memory_tool_folder", _memory_folder, "memories"),
     _Key(
         "semantic.model",
         "semantic_model",

@@ -94,16 +94,16 @@ def tool(
 
 NoteId = Annotated[
     str,
-    Field(description="Note id, e.g. 'projects/auth' (.md optional)."),
+    Field(description="Note id ('projects/auth', .md optional)."),
 ]
 Version = Annotated[str, Field(description="The `version` your last wiki_read or wiki_write of it gave.")]
-Folder = Annotated[str | None, Field(description="Only notes under this folder ('projects/').")]
+Folder = Annotated[str | None, Field(description="Only notes under this folder.")]
 
 
 @tool(read_only=True)
 def memory_runtime_info(
     config: Config,
-    expectedCwd: Annotated[str | None, Field(description="The working directory expected.")] = None,
+    expectedCwd: Annotated[str | None, Field(description="Your working directory.")] = None,
     expectedVaultRoot: Annotated[str | None, Field(description="The vault expected.")] = None,
     expectedModuleRoot: Annotated[str | None, Field(description="Folder amem must run from.")] = None,
     expectedProfile: Annotated[str | None, Field(description="The profile expected.")] = None,
@@ -194,7 +194,7 @@ tool(read_only=True)(
         "list",
         "wiki_list",
         ListResult,
-        """List notes, or a folder's, with titles, tags, sizes and times.
+        """List notes with titles, tags, sizes and times.
 
     With since='2d': what changed lately, newest first (ask it first in a session).""",
     )
@@ -209,8 +209,7 @@ def wiki_write(
     mode: Annotated[
         typing.Literal["append", "overwrite"],
         Field(
-            description="append (default): add under a timestamp heading. overwrite: replace the body, keeping "
-            "frontmatter keys you leave out."
+            description="append: under a timestamp heading. overwrite: the whole note (frontmatter keys you omit stay)."
         ),
     ] = "append",
     baseVersion: Annotated[
@@ -245,13 +244,13 @@ def wiki_edit(
         Field(description="Exact body text to replace; it must occur once."),
     ] = None,
     replace: Annotated[str | None, Field(description="What replaces `find` (may be empty).")] = None,
-    all: Annotated[bool, Field(description="Replace every occurrence of `find` (at least one) instead.")] = False,
+    all: Annotated[bool, Field(description="Replace every occurrence (at least one).")] = False,
     section: Annotated[
         str | None,
         Field(description="A heading ('## Status'): its section becomes `content`."),
     ] = None,
     content: Annotated[str | None, Field(description="The new text under `section`.")] = None,
-    prepend: Annotated[str | None, Field(description="Markdown to insert at the start of the body.")] = None,
+    prepend: Annotated[str | None, Field(description="Markdown to put at the body's start.")] = None,
     baseVersion: Annotated[
         str | None,
         Field(description="Only if the note's version is this, else `conflict`."),
@@ -259,8 +258,8 @@ def wiki_edit(
 ) -> EditResult:
     """Change part of a note: find+replace, section+content, or prepend.
 
-    Every other byte stays (but `updated`). A `find` or heading matching 0 or several times writes
-    nothing. Pass your last `version` as baseVersion."""
+    Every other byte stays (but `updated`). A `find` or heading found 0 or several times writes nothing.
+    Pass your last `version` as baseVersion."""
     from .ops.edit import Edit, edit_note
 
     edit = Edit(find=find, replace=replace, all=all, section=section, content=content, prepend=prepend)
@@ -288,7 +287,7 @@ def wiki_delete(
 def wiki_move(
     config: Config,
     id: NoteId,
-    newId: Annotated[str, Field(description="The new id; it must not exist yet.")],
+    newId: Annotated[str, Field(description="The new id (must not exist).")],
     baseVersion: Annotated[
         str | None,
         Field(description="Only if the note's version is this, else `conflict`."),
@@ -306,7 +305,7 @@ def wiki_move(
 def wiki_history(
     config: Config,
     id: NoteId,
-    limit: Annotated[int | None, Field(ge=1, le=MAX_INTEGER, description="Return at most this many commits.")] = None,
+    limit: Annotated[int | None, Field(ge=1, le=MAX_INTEGER, description="At most this many commits.")] = None,
 ) -> HistoryResult:
     """List the git commits that changed a note, newest first, following renames.
 
@@ -320,12 +319,10 @@ def wiki_history(
 def wiki_restore(
     config: Config,
     id: NoteId,
-    hash: Annotated[str, Field(description="The commit to take the content from (from wiki_history).")],
+    hash: Annotated[str, Field(description="The commit, from wiki_history.")],
     baseVersion: Version,
 ) -> RestoreResult:
-    """Roll a note forward to the content it had at a commit, without rewriting history.
-
-    baseVersion (the note's current version) is required."""
+    """Roll a note forward to the content it had at a commit, without rewriting history."""
     from .notes.ids import resolve_note
     from .ops.restore import restore_note
 
@@ -467,8 +464,13 @@ def run_call(
     return call(entry.function, config, checked)
 
 
-def build_server(config: Config, keeper: _VaultKeeper | None = None) -> Server[Any]:
-    """An MCP server offering every tool in TOOLS on the vault of `config`."""
+#: What may stand around every tool call (the HTTP server's scopes and audit): it gets the request's
+#: context, the tool's name and arguments and the call itself, and returns the call's result or its own.
+Gate = Callable[[Any, str, dict[str, Any], Callable[[], CallToolResult]], CallToolResult]
+
+
+def build_server(config: Config, keeper: _VaultKeeper | None = None, gate: Gate | None = None) -> Server[Any]:
+    """An MCP server offering every tool in TOOLS on the vault of `config`, each call through `gate`."""
     tools = declared_tools()
     listing = ListToolsResult(tools=[entry.listing for entry in tools.values()])
 
@@ -476,7 +478,10 @@ def build_server(config: Config, keeper: _VaultKeeper | None = None) -> Server[A
         return listing
 
     async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
-        work = functools.partial(run_call, tools, config, keeper, params.name, dict(params.arguments or {}))
+        arguments = dict(params.arguments or {})
+        work = functools.partial(run_call, tools, config, keeper, params.name, arguments)
+        if gate is not None:
+            work = functools.partial(gate, ctx, params.name, arguments, work)
         return await anyio.to_thread.run_sync(work)
 
     return Server(

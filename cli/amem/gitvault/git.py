@@ -9,6 +9,7 @@ import contextlib
 import os
 import re
 import subprocess
+import threading  # loaded by subprocess already
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -427,8 +428,19 @@ class CommitOutcome:
         self.warnings: list[str] = [] if warnings is None else warnings
 
 
+#: The author name of the commits the current thread makes, when its caller names one (the HTTP server: the
+#: token's name); the email and the committer stay the user's.
+_thread_author = threading.local()
+
+
+def author_commits_as(name: str | None) -> None:
+    """Name the author of the commits this thread makes from now on; None: the user's identity again."""
+    _thread_author.name = name
+
+
 def _identity(repo: Repository) -> tuple[dict[str, str], list[str]]:
-    """Environment for commit-tree: the user's identity when git has one, else amem's fallback.
+    """Environment for commit-tree: the user's identity when git has one, else amem's fallback; the author's
+    name is the one `author_commits_as` gave this thread, if any.
 
     `user.useConfigOnly` stops git from inventing `root@host.(none)` from the machine, which it may or
     may not accept depending on the host name; amem's choice must not depend on that.
@@ -446,6 +458,9 @@ def _identity(repo: Repository) -> tuple[dict[str, str], list[str]]:
             f"{FALLBACK_NAME} <{FALLBACK_EMAIL}>. Set one with `git config --global user.name ...` "
             "and `git config --global user.email ...`"
         )
+    author = getattr(_thread_author, "name", None)
+    if author:
+        env["GIT_AUTHOR_NAME"] = author
     return env, warnings
 
 

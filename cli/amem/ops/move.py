@@ -9,7 +9,7 @@ import errno
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,12 +201,13 @@ class _Move:
 
 
 def rewrite_note_text(
-    text: str, move: _Move, stamp: str, tz: Any, note_before: str = "", note_after: str = ""
+    text: str, move: _Move, stamp: str | None, tz: Any, note_before: str = "", note_after: str = ""
 ) -> tuple[str, int]:
     """A note's text with its links (in the body and in frontmatter values) retargeted for `move` and
-    `updated` stamped; unchanged (and 0) when no link needs it. Only the link targets and the `updated`
-    line change: dates, comments, flow lists, a BOM and each line's ending stay as written (a note with
-    no frontmatter gets a block holding `updated`, in the line ending of its first line)."""
+    `updated` stamped (unless `stamp` is None); unchanged (and 0) when no link needs it. Only the link
+    targets and the `updated` line change: dates, comments, flow lists, a BOM and each line's ending stay
+    as written (a note with no frontmatter gets a block holding `updated`, in the line ending of its first
+    line)."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     raw = text[len(bom) :]
     note = parse_note(raw)  # a block that does not parse leaves the whole text as the body
@@ -219,12 +220,13 @@ def rewrite_note_text(
         return text, 0
     first_eol = "\r\n" if raw.split("\n", 1)[0].endswith("\r") else "\n"
     if block is None:
-        malformed = bool(note.warnings)
+        malformed = bool(note.warnings) or stamp is None
         head = "" if malformed else f"---{first_eol}updated: {stamp}{first_eol}---{first_eol}"
         return bom + head + body, count
     opening = raw[: raw.index("\n") + 1]
     closing = raw[len(opening) + len(note.frontmatter_text or "") : len(raw) - len(note.body)]
-    return bom + opening + stamp_updated(block, stamp, first_eol) + closing + body, count
+    stamped = block if stamp is None else stamp_updated(block, stamp, first_eol)
+    return bom + opening + stamped + closing + body, count
 
 
 # --- the move journal --------------------------------------------------------------------------------------
@@ -403,6 +405,7 @@ def move_note(
     *,
     commit: bool = False,
     after: bool = False,
+    unstamped: Callable[[str], bool] | None = None,
 ) -> MoveResult:
     """`amem move`: rename note OLD to NEW and rewrite every link in the vault that resolved to OLD so that it
     resolves to NEW (and any link NEW would take over so that it keeps its note), each rewrite through the
@@ -411,7 +414,9 @@ def move_note(
     Interrupted at any point, the same call finishes the job: a journal in the cache says what was planned
     and done. With `after` (a rename made by hand, or a journal lost), OLD must be gone and NEW there, and
     the vault's links are rewritten as they would have resolved with OLD in NEW's place; without it and
-    without a journal, a missing OLD is not found and nothing is touched, so a typo never rewrites links."""
+    without a journal, a missing OLD is not found and nothing is touched, so a typo never rewrites links.
+    A note for which `unstamped(id)` is true has its links rewritten and no `updated` stamped (the memory
+    tool's files hold only what the model wrote)."""
     reporter = reporter or Reporter()
     old = resolve_note(config, old_raw)
     new = resolve_note(config, new_raw)
@@ -426,7 +431,14 @@ def move_note(
     notes = [*journal.plan.get("sources", []), new.id]
     # Notes are rewritten side by side: each waits mostly on its own flush to disk.
     with ThreadPoolExecutor(max_workers=REWRITE_THREADS) as pool:
-        counts = list(pool.map(lambda note_id: _rewrite_one(config, journal, move, note_id, written), notes))
+        counts = list(
+            pool.map(
+                lambda note_id: _rewrite_one(
+                    config, journal, move, note_id, written, stamped=not (unstamped and unstamped(note_id))
+                ),
+                notes,
+            )
+        )
     rewritten = {note_id: count for note_id, count in zip(notes, counts, strict=True) if count}
 
     if not _indexed(config, new.id):
@@ -590,7 +602,9 @@ def _note_path(vault: Path, note_id: str) -> Path:
     return vault.joinpath(*note_id.split("/"))
 
 
-def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, written: dict[str, bytes]) -> int:
+def _rewrite_one(
+    config: Config, journal: _Journal, move: _Move, note_id: str, written: dict[str, bytes], *, stamped: bool = True
+) -> int:
     """Rewrite one note's links for `move` through the write path; the number of links it has rewritten,
     in this run or (as its journal line shows) an earlier one."""
     try:
@@ -612,7 +626,8 @@ def _rewrite_one(config: Config, journal: _Journal, move: _Move, note_id: str, w
         if b"[[" not in data and b"](" not in data:
             return "", 0
         try:
-            return rewrite_note_text(data.decode("utf-8"), move, iso(now(tz)), tz, before_id, note_id)
+            stamp = iso(now(tz)) if stamped else None
+            return rewrite_note_text(data.decode("utf-8"), move, stamp, tz, before_id, note_id)
         except UnicodeDecodeError:
             return "", 0
 
