@@ -91,7 +91,8 @@ def test_the_evidence_picks_the_weight_in_order() -> None:
 
     assert why("cjk", "head", 9.0, True) == "script"  # a script the model does not read: keywords alone
     assert why("latin", "head", 9.0, True) == "phrase"
-    assert why("latin", "body", fusion.MARGIN, True) == "margin"
+    assert why("latin", "body", fusion.MARGIN, True) == "question"  # a question is not silenced by a margin
+    assert why("latin", "body", fusion.MARGIN, False) == "margin"
     assert why("latin", None, None, True) == "question"
     assert why("latin", None, 1.0, False) == "words"
     assert why("latin", None, 1.0, False, fusion.LONG_WORDS) == "question"  # a sentence reads as one
@@ -174,6 +175,29 @@ def test_an_exact_heading_keeps_its_page_first_at_the_phrase_weight(notes: Path)
     assert result["fusion"]["why"] == "phrase" and result["fusion"]["weight"] == weights["phrase"]
     assert ids(result)[0] == "auth.md"
     check_explained(result)
+
+
+@needs_model
+def test_a_question_keywords_are_sure_of_still_gets_the_semantic_weight(notes: Path) -> None:
+    """A keyword margin says keywords agree with themselves, not that they are right: a question is fused."""
+    result = search(
+        load_config(), "how often is the espresso machine on the staging floor descaled", semantic=True, explain=True
+    )
+    scores = [hit["explain"]["keywordScore"] for hit in result["hits"][:2]]
+    assert scores[0] >= fusion.MARGIN * scores[1]  # keywords are sure of their answer
+    weights = fusion.PROFILES[semantic.DEFAULT_MODEL].weights
+    assert result["fusion"]["why"] == "question" and result["fusion"]["weight"] == weights["question"]
+    check_explained(result)
+
+
+@needs_model
+def test_a_query_that_is_a_pages_whole_title_is_protected_as_a_phrase(notes: Path) -> None:
+    """One meaningful word and a question word: no phrase, but the page titled so keeps the phrase weight."""
+    write_file(notes / "why.md", "# Why amem?\n\nNotes that scripts and agents share, kept as plain Markdown.\n")
+    result = search(load_config(), "Why amem?", semantic=True, explain=True)
+    weights = fusion.PROFILES[semantic.DEFAULT_MODEL].weights
+    assert result["fusion"]["why"] == "phrase" and result["fusion"]["weight"] == weights["phrase"]
+    assert ids(result)[0] == "why.md"
 
 
 @needs_model

@@ -7,11 +7,13 @@ makes every Chinese query worse. So each query gets its own semantic weight, fro
 
 1. `script`: the query is mostly Chinese, Japanese or Korean and the model does not read that script: the
    semantic ranking is left out (weight 0), the keyword ranking stands.
-2. `phrase`: the keyword ranking's top hit holds the whole query as a phrase in its id, title or a heading
-   (the phrase bonus fired for it): the user named the page, the semantic ranking barely moves it.
-3. `margin`: the top keyword score is at least MARGIN times the second's: keywords are sure of their answer.
-4. `question`: the query is a question (a question word first, a `?`) or a sentence of LONG_WORDS words or
-   more: it describes what it wants rather than names it, and the semantic ranking weighs most.
+2. `phrase`: the keyword ranking's top hit is titled or headed with the query, or holds the whole query as
+   a phrase in its id, title or a heading (the phrase bonus fired for it): the user named the page, the
+   semantic ranking barely moves it.
+3. `question`: the query is a question (a question word first, a `?`) or a sentence of LONG_WORDS words or
+   more: it describes what it wants rather than names it, and the semantic ranking weighs most, however
+   sure the keywords are (a sentence in other words than the page's is where they are confidently wrong).
+4. `margin`: the top keyword score is at least MARGIN times the second's: keywords are sure of their answer.
 5. otherwise `words`: a few keywords without an exact hit, a small weight (none for minilm).
 
 Each model has its own weights, and for each script it reads a cap on them (`PROFILES`): a stronger model
@@ -31,7 +33,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..notes.tokenize import Query, fold, is_cjk, word_runs
+from ..notes.tokenize import Query, fold, is_cjk, title_key, word_runs
 from .rank import phrase_match, phrase_table
 
 #: Reciprocal-rank fusion: a note at rank r of a ranking adds weight / (RRF_K + r); keywords weigh 1.
@@ -57,12 +59,9 @@ class Profile(NamedTuple):
     scripts: dict[str, float]
 
 
-#: Per model, as chosen (see the module's docstring; docs/decisions/0004-fusion-per-query.md). wordllama's
-#: static vectors (`static`) are weak but real on Chinese (semantic-only MRR 0.60 on Chinese headings): a
-#: little weight there helps, more hurts. all-MiniLM-L6-v2 is trained on English and makes every Chinese set
-#: worse: Latin only. Its weights were chosen again once the title and heading tiers made keywords sure of
-#: most heading and title queries: only questions and sentences are left to it (margin 1.0 and words 0.5 put
-#: the heading sets 0.013 below keywords alone).
+#: Per model, as chosen (docs/decisions/0004-fusion-per-query.md): wordllama's static vectors (`static`)
+#: read Chinese a little, all-MiniLM-L6-v2 Latin script only, and minilm weighs in on questions and
+#: sentences alone.
 PROFILES: dict[str, Profile] = {
     "wordllama": Profile(
         {"script": 0.0, "phrase": 0.2, "margin": 0.1, "question": 0.75, "words": 0.2}, {"latin": FULLY, "cjk": 0.2}
@@ -138,7 +137,17 @@ def is_question(text: str) -> bool:
 
 
 def phrase_at(conn: sqlite3.Connection, query: Query, note_id: str) -> str | None:
-    """Where note `note_id` holds the query as a phrase (the phrase bonus's test): "head", "body" or None."""
+    """Where note `note_id` holds the query: "head" when its title or a heading is the query (the exact
+    tiers' test) or its id, title or a heading holds it as a phrase (the phrase bonus's), "body" when only
+    its body holds the phrase, else None."""
+    key = title_key(query.text)
+    if key:
+        sql = (
+            "SELECT 1 FROM notes WHERE id = ? AND (title_key = ? OR rowid IN"
+            " (SELECT note FROM note_headings WHERE key = ?))"
+        )
+        if conn.execute(sql, (note_id, key, key)).fetchone():
+            return "head"
     if not query.phrases:
         return None
     for fields, name in ((["head", "headings"], "head"), (["body"], "body")):
@@ -173,10 +182,10 @@ def decide(
         why = "script"
     elif found.phrase == "head":
         why = "phrase"
-    elif found.margin is not None and found.margin >= margin:
-        why = "margin"
     elif found.question or found.words >= (LONG_WORDS if long_words is None else long_words):
         why = "question"
+    elif found.margin is not None and found.margin >= margin:
+        why = "margin"
     else:
         why = "words"
     weight = min(weights[why], profile.scripts.get(found.script, 0.0))
