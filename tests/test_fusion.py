@@ -183,8 +183,9 @@ def test_a_question_keywords_are_sure_of_still_gets_the_semantic_weight(notes: P
     result = search(
         load_config(), "how often is the espresso machine on the staging floor descaled", semantic=True, explain=True
     )
-    scores = [hit["explain"]["keywordScore"] for hit in result["hits"][:2]]
-    assert scores[0] >= fusion.MARGIN * scores[1]  # keywords are sure of their answer
+    first, second = (hit["explain"]["keywordScore"] for hit in result["hits"][:2])
+    assert first is not None and second is not None
+    assert first >= fusion.MARGIN * second  # keywords are sure of their answer
     weights = fusion.PROFILES[semantic.DEFAULT_MODEL].weights
     assert result["fusion"]["why"] == "question" and result["fusion"]["weight"] == weights["question"]
     check_explained(result)
